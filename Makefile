@@ -1,0 +1,29 @@
+# Every target works from a fresh clone: modules are discovered from their go.mod files.
+MODULES := $(shell .github/scripts/modules.sh)
+GOTEST_FLAGS ?= -race -count=1 -timeout 30m
+
+.PHONY: test vet fmt-check bench demo
+
+## test: every test of every module, each module alone (GOWORK=off, as `go get` users build it), with -race
+test: fmt-check vet
+	.github/scripts/modules_test.sh
+	@set -e; for m in $(MODULES); do \
+		echo "=== module $$m"; \
+		(cd $$m && GOWORK=off go test $(GOTEST_FLAGS) ./...); \
+	done
+
+## vet: go vet over every module, in the workspace and alone
+vet:
+	@set -e; for m in $(MODULES); do (cd $$m && GOWORK=off go vet ./...); done
+
+## fmt-check: fail when a file is not gofmt-clean
+fmt-check:
+	@out="$$(gofmt -l $(MODULES))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+
+## bench: the side-by-side benchmarks (see BENCHMARKS.md)
+bench:
+	cd bench && GOWORK=off go test -run '^$$' -bench . -benchmem -count 5 ./...
+
+## demo: the demo gateway on 127.0.0.1:8080
+demo:
+	go run ./examples/gateway

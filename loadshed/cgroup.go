@@ -1,0 +1,261 @@
+package loadshed
+
+import (
+	"bufio"
+	"bytes"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path"
+	"path/filepath"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// hostFS reads files of the machine, optionally below a root directory (fixture trees in tests).
+type hostFS struct{ root string }
+
+func (h hostFS) read(name string) ([]byte, error) {
+	return os.ReadFile(filepath.Join(h.root, filepath.FromSlash(name)))
+}
+
+// mount is one line of /proc/self/mountinfo that matters to cgroups.
+type mount struct {
+	root   string // the part of the hierarchy mounted here ("/" or, in containers, often the group itself)
+	point  string // where it is mounted
+	fstype string // "cgroup" (v1) or "cgroup2"
+	opts   []string
+}
+
+// parseMountinfo returns the cgroup and cgroup2 mounts of a /proc/self/mountinfo.
+func parseMountinfo(data []byte) []mount {
+	var out []mount
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		// 36 35 98:0 /mnt1 /mnt2 rw,noatime master:1 - ext3 /dev/root rw,errors=continue
+		fields := strings.Fields(sc.Text())
+		sep := -1
+		for i, f := range fields {
+			if f == "-" {
+				sep = i
+				break
+			}
+		}
+		if sep < 5 || sep+3 > len(fields) {
+			continue
+		}
+		fstype := fields[sep+1]
+		if fstype != "cgroup" && fstype != "cgroup2" {
+			continue
+		}
+		out = append(out, mount{
+			root:   unescapeMount(fields[3]),
+			point:  unescapeMount(fields[4]),
+			fstype: fstype,
+			opts:   strings.Split(fields[sep+3], ","),
+		})
+	}
+	return out
+}
+
+// unescapeMount undoes the octal escapes (\040 for a space) of mountinfo paths.
+func unescapeMount(s string) string {
+	if !strings.Contains(s, `\`) {
+		return s
+	}
+	var b strings.Builder
+	for i := 0; i < len(s); i++ {
+		if s[i] == '\\' && i+3 < len(s) {
+			if n, err := strconv.ParseUint(s[i+1:i+4], 8, 8); err == nil {
+				b.WriteByte(byte(n))
+				i += 3
+				continue
+			}
+		}
+		b.WriteByte(s[i])
+	}
+	return b.String()
+}
+
+// procCgroups is /proc/self/cgroup: the group of each v1 controller and the v2 (unified) group.
+type procCgroups struct {
+	v1       map[string]string // controller → group path
+	v2       string            // group path in the unified hierarchy
+	hasV2    bool
+	hasAnyV1 bool
+}
+
+func parseProcCgroup(data []byte) procCgroups {
+	pc := procCgroups{v1: map[string]string{}}
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		// hierarchy-ID:controller-list:cgroup-path
+		parts := strings.SplitN(sc.Text(), ":", 3)
+		if len(parts) != 3 {
+			continue
+		}
+		if parts[0] == "0" && parts[1] == "" {
+			pc.v2, pc.hasV2 = parts[2], true
+			continue
+		}
+		for _, c := range strings.Split(parts[1], ",") {
+			if c != "" {
+				pc.v1[c] = parts[2]
+				pc.hasAnyV1 = true
+			}
+		}
+	}
+	return pc
+}
+
+// v1Dir returns the directory of the process's group for a v1 controller, or "" when it is not mounted.
+func v1Dir(mounts []mount, pc procCgroups, controller string) string {
+	group, ok := pc.v1[controller]
+	if !ok {
+		return ""
+	}
+	for _, m := range mounts {
+		if m.fstype != "cgroup" || !hasOpt(m.opts, controller) {
+			continue
+		}
+		if dir, ok := groupDir(m, group); ok {
+			return dir
+		}
+	}
+	return ""
+}
+
+// v2Dir returns the directory of the process's unified group, or "" when cgroup2 is not mounted.
+func v2Dir(mounts []mount, pc procCgroups) string {
+	if !pc.hasV2 {
+		return ""
+	}
+	for _, m := range mounts {
+		if m.fstype != "cgroup2" {
+			continue
+		}
+		if dir, ok := groupDir(m, pc.v2); ok {
+			return dir
+		}
+	}
+	return ""
+}
+
+// groupDir maps a group path to a directory below a mount whose root is part of the hierarchy: a container that
+// mounts its own group as the root sees /proc/self/cgroup paths below that root.
+func groupDir(m mount, group string) (string, bool) {
+	rel, ok := strings.CutPrefix(path.Clean(group), path.Clean(m.root))
+	if !ok || (rel != "" && !strings.HasPrefix(rel, "/") && m.root != "/") {
+		return "", false
+	}
+	return path.Join(m.point, rel), true
+}
+
+func hasOpt(opts []string, want string) bool {
+	for _, o := range opts {
+		if o == want {
+			return true
+		}
+	}
+	return false
+}
+
+// errUnlimited means the group sets no CPU limit.
+var errUnlimited = errors.New("no CPU limit")
+
+// parseCPUMax parses cgroup v2 cpu.max ("max 100000" or "50000 100000") into a number of CPUs.
+func parseCPUMax(data []byte) (float64, error) {
+	fields := strings.Fields(string(data))
+	if len(fields) == 0 || len(fields) > 2 {
+		return 0, fmt.Errorf("cpu.max: unexpected content %q", data)
+	}
+	if fields[0] == "max" {
+		return 0, errUnlimited
+	}
+	quota, err := strconv.ParseFloat(fields[0], 64)
+	if err != nil || quota <= 0 {
+		return 0, fmt.Errorf("cpu.max: bad quota %q", fields[0])
+	}
+	period := 100000.0 // the kernel's default when the period is omitted
+	if len(fields) == 2 {
+		period, err = strconv.ParseFloat(fields[1], 64)
+		if err != nil || period <= 0 {
+			return 0, fmt.Errorf("cpu.max: bad period %q", fields[1])
+		}
+	}
+	return quota / period, nil
+}
+
+// parseCFSQuota parses cgroup v1 cpu.cfs_quota_us and cpu.cfs_period_us into a number of CPUs.
+func parseCFSQuota(quotaData, periodData []byte) (float64, error) {
+	quota, err := strconv.ParseInt(strings.TrimSpace(string(quotaData)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cpu.cfs_quota_us: %w", err)
+	}
+	if quota < 0 {
+		return 0, errUnlimited
+	}
+	period, err := strconv.ParseInt(strings.TrimSpace(string(periodData)), 10, 64)
+	if err != nil || period <= 0 {
+		return 0, fmt.Errorf("cpu.cfs_period_us: bad period %q", bytes.TrimSpace(periodData))
+	}
+	if quota == 0 {
+		return 0, errors.New("cpu.cfs_quota_us: zero quota")
+	}
+	return float64(quota) / float64(period), nil
+}
+
+// parseCpuacctUsage parses cgroup v1 cpuacct.usage (nanoseconds of CPU time).
+func parseCpuacctUsage(data []byte) (time.Duration, error) {
+	ns, err := strconv.ParseUint(strings.TrimSpace(string(data)), 10, 64)
+	if err != nil {
+		return 0, fmt.Errorf("cpuacct.usage: %w", err)
+	}
+	if ns > math.MaxInt64 {
+		return 0, fmt.Errorf("cpuacct.usage: %d out of range", ns)
+	}
+	return time.Duration(ns), nil
+}
+
+// parseCPUStatUsage reads usage_usec from cgroup v2 cpu.stat.
+func parseCPUStatUsage(data []byte) (time.Duration, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		key, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || key != "usage_usec" {
+			continue
+		}
+		us, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
+		if err != nil || us < 0 {
+			return 0, fmt.Errorf("cpu.stat: bad usage_usec %q", val)
+		}
+		return time.Duration(us) * time.Microsecond, nil
+	}
+	return 0, errors.New("cpu.stat: no usage_usec")
+}
+
+// parseCPUSet counts the CPUs of a cpuset list such as "0-3,8,10-11".
+func parseCPUSet(data []byte) (int, error) {
+	s := strings.TrimSpace(string(data))
+	if s == "" {
+		return 0, errors.New("cpuset: empty")
+	}
+	n := 0
+	for _, part := range strings.Split(s, ",") {
+		lo, hi, isRange := strings.Cut(part, "-")
+		a, err := strconv.Atoi(lo)
+		if err != nil || a < 0 {
+			return 0, fmt.Errorf("cpuset: bad entry %q", part)
+		}
+		b := a
+		if isRange {
+			if b, err = strconv.Atoi(hi); err != nil || b < a {
+				return 0, fmt.Errorf("cpuset: bad range %q", part)
+			}
+		}
+		n += b - a + 1
+	}
+	return n, nil
+}

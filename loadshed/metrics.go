@@ -1,0 +1,85 @@
+package loadshed
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2/log"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics exports a Shedder's state. It reads the Shedder's own atomics at scrape time, so the request path
+// pays for no metric of its own.
+type metrics struct {
+	reg       prometheus.Registerer
+	s         *Shedder
+	load      *prometheus.Desc
+	prob      *prometheus.Desc
+	decisions *prometheus.Desc
+	errors    *prometheus.Desc
+	dryRun    *prometheus.Desc
+}
+
+func registerMetrics(reg prometheus.Registerer, name string, s *Shedder) *metrics {
+	labels := prometheus.Labels{"shedder": name}
+	m := &metrics{
+		reg: reg,
+		s:   s,
+		load: prometheus.NewDesc("fiberguard_loadshed_load",
+			"Smoothed load, as a fraction of capacity.", nil, labels),
+		prob: prometheus.NewDesc("fiberguard_loadshed_probability",
+			"Current probability of shedding a request, by priority.", []string{"priority"}, labels),
+		decisions: prometheus.NewDesc("fiberguard_loadshed_requests_total",
+			"Requests decided, by priority and decision (shed decisions in dry-run mode are counted but served).",
+			[]string{"priority", "decision"}, labels),
+		errors: prometheus.NewDesc("fiberguard_loadshed_sampler_errors_total",
+			"Load readings that failed; the last good load is kept.", nil, labels),
+		dryRun: prometheus.NewDesc("fiberguard_loadshed_dry_run",
+			"1 when the shedder only counts its decisions.", nil, labels),
+	}
+	if err := reg.Register(m); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			log.Warnf("loadshed: metrics for shedder %q already registered; set Config.Name to tell instances apart", name)
+		} else {
+			log.Warnf("loadshed: metrics not registered: %v", err)
+		}
+		return nil
+	}
+	return m
+}
+
+func (m *metrics) unregister() { m.reg.Unregister(m) }
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.load
+	ch <- m.prob
+	ch <- m.decisions
+	ch <- m.errors
+	ch <- m.dryRun
+}
+
+// Collect implements prometheus.Collector.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	st := m.s.Stats()
+	dry := 0.0
+	if st.DryRun {
+		dry = 1
+	}
+	ch <- prometheus.MustNewConstMetric(m.load, prometheus.GaugeValue, st.Load)
+	ch <- prometheus.MustNewConstMetric(m.prob, prometheus.GaugeValue, st.Probability, "normal")
+	ch <- prometheus.MustNewConstMetric(m.prob, prometheus.GaugeValue, st.CriticalProbability, "critical")
+	for _, d := range []struct {
+		priority, decision string
+		n                  uint64
+	}{
+		{"normal", "admitted", st.Admitted},
+		{"normal", "shed", st.Shed},
+		{"critical", "admitted", st.CriticalAdmitted},
+		{"critical", "shed", st.CriticalShed},
+	} {
+		ch <- prometheus.MustNewConstMetric(m.decisions, prometheus.CounterValue, float64(d.n), d.priority, d.decision)
+	}
+	ch <- prometheus.MustNewConstMetric(m.errors, prometheus.CounterValue, float64(st.SamplerErrors))
+	ch <- prometheus.MustNewConstMetric(m.dryRun, prometheus.GaugeValue, dry)
+}

@@ -1,0 +1,122 @@
+package rebalance
+
+import (
+	"math"
+	"time"
+)
+
+// Reading is the cluster as a Source sees it.
+type Reading struct {
+	// Average is the mean number of open connections per live node, this node included.
+	Average float64
+	// Nodes is the number of live nodes the average is taken over.
+	Nodes int
+	// At is when the reading was taken. The zero time means the moment the Source returned it.
+	At time.Time
+}
+
+// State says what a node decided in its last interval, and why.
+type State string
+
+// The states a node reports in Status.
+const (
+	// StateStarting: no interval has completed yet.
+	StateStarting State = "starting"
+	// StateShedding: the node holds more than its share and closes some connections this interval.
+	StateShedding State = "shedding"
+	// StateBalanced: the balance is below the threshold, or a shedding node is back at its target.
+	StateBalanced State = "balanced"
+	// StateBelowFloor: the node holds fewer connections than Config.MinConnections.
+	StateBelowFloor State = "below_floor"
+	// StateSingleNode: the cluster has one live node.
+	StateSingleNode State = "single_node"
+	// StateNoAverage: the cluster average is unknown (no live node reported) or zero.
+	StateNoAverage State = "no_average"
+	// StateStale: the reading is older than Config.MaxAge.
+	StateStale State = "stale"
+	// StateSourceError: the source failed; shedding waits for a fresh reading.
+	StateSourceError State = "source_error"
+)
+
+// policy is the part of Config a decision depends on.
+type policy struct {
+	threshold float64 // balance at which shedding starts
+	target    float64 // balance a shedding node sheds down to
+	shedRate  float64 // share of the average shed per interval at most
+	floor     int     // fewer local connections never shed
+	maxAge    time.Duration
+}
+
+// decision is the outcome of one interval.
+type decision struct {
+	balance float64 // (local - average) / average; NaN when there is no usable average
+	budget  int     // connections to shed this interval
+	state   State
+}
+
+// decide compares local, this node's open connections, with the reading taken for the interval ending at now.
+// shedding tells whether the node shed in the previous interval: once started, it goes on down to the target
+// balance rather than stopping just under the threshold.
+func (p policy) decide(local int, r Reading, now time.Time, shedding bool) decision {
+	d := decision{balance: math.NaN(), state: StateBalanced}
+	if r.Nodes < 1 || !(r.Average > 0) || math.IsInf(r.Average, 0) {
+		d.state = StateNoAverage
+		if r.Nodes == 1 {
+			d.state = StateSingleNode
+		}
+		return d
+	}
+	d.balance = (float64(local) - r.Average) / r.Average
+	switch {
+	case r.Nodes == 1:
+		d.state = StateSingleNode
+	case now.Sub(r.At) > p.maxAge:
+		d.state = StateStale
+	case local < p.floor:
+		d.state = StateBelowFloor
+	case d.balance >= p.threshold || (shedding && d.balance > p.target):
+		d.budget = p.budget(local, r.Average)
+		if d.budget > 0 {
+			d.state = StateShedding
+		}
+	}
+	return d
+}
+
+// budget is the number of connections a node holding local connections sheds in one interval: never more than its
+// excess over the target, and never more than ceil(average * shedRate).
+func (p policy) budget(local int, average float64) int {
+	excess := math.Floor(float64(local) - average*(1+p.target))
+	// The tolerance keeps a product such as 1000 * 0.005 from rounding up to 6.
+	rate := math.Max(1, math.Ceil(average*p.shedRate-1e-9))
+	return int(math.Max(0, math.Min(excess, rate)))
+}
+
+// lowest keeps this node's open connections over the last intervals and reports the smallest. A rise is counted
+// only once it has lasted the whole window; a fall is counted at once.
+type lowest struct {
+	counts []int
+	filled int
+	next   int
+}
+
+func newLowest(size int) *lowest {
+	if size < 1 {
+		size = 1
+	}
+	return &lowest{counts: make([]int, size)}
+}
+
+// add records a count and returns the smallest of those kept.
+func (l *lowest) add(count int) int {
+	l.counts[l.next] = count
+	l.next = (l.next + 1) % len(l.counts)
+	if l.filled < len(l.counts) {
+		l.filled++
+	}
+	low := count
+	for _, c := range l.counts[:l.filled] {
+		low = min(low, c)
+	}
+	return low
+}

@@ -1,0 +1,199 @@
+package rebalance
+
+import (
+	"context"
+	"fmt"
+	"math"
+	"net/url"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// DefaultQuery is the PromQL query the Prometheus source runs when Config.Query is empty: the open connections of
+// every node whose last scrape succeeded. A node that stopped answering scrapes has up == 0 and drops out of the
+// result at once, so it cannot drag the average down (and make every live node shed) while its last sample lingers.
+// When one Prometheus scrapes several clusters, narrow it to this cluster's job, for example
+//
+//	fiberguard_rebalance_open_connections{job="api"} and on (job, instance) (up{job="api"} == 1)
+const DefaultQuery = `fiberguard_rebalance_open_connections and on (job, instance) (up == 1)`
+
+// Config defines the config for the rebalance middleware.
+type Config struct {
+	// Next defines a function to skip this middleware when it returns true. Skipped requests never carry a shed.
+	//
+	// Optional. Default: nil
+	Next func(c *fiber.Ctx) bool
+
+	// App is the Fiber app the middleware serves. When set, its open connections are read from the start, and the
+	// background loop stops when App shuts down. When nil, the app is learned from its first request through the
+	// middleware (the node reports 0 connections until then).
+	//
+	// Optional. Default: nil
+	App *fiber.App
+
+	// Context ends the background loop when it is done: the way to stop the loop started by New.
+	//
+	// Optional. Default: context.Background()
+	Context context.Context
+
+	// PrometheusURL is the address of the Prometheus server that scrapes every node, e.g.
+	// "http://prometheus:9090". Either PrometheusURL or Source must be set.
+	//
+	// Optional. Default: ""
+	PrometheusURL string
+
+	// Query is the PromQL instant query that returns one sample per live node: that node's open connections.
+	// The cluster average is their mean and the number of nodes their count.
+	//
+	// Optional. Default: DefaultQuery
+	Query string
+
+	// Source supplies the cluster average instead of Prometheus (another monitoring system, a membership
+	// service, a test). It is called once per Interval from one goroutine, with a context that ends after Interval.
+	//
+	// Optional. Default: nil (query PrometheusURL)
+	Source Source
+
+	// Connections returns this node's open connections.
+	//
+	// Optional. Default: the open connections of App's server (or of the app serving the first request)
+	Connections func() int
+
+	// Interval is how often the node compares itself with the cluster and refills its shed budget.
+	//
+	// Optional. Default: 1 * time.Second
+	Interval time.Duration
+
+	// Threshold is the balance, (local - average) / average, at or above which the node starts to shed.
+	//
+	// Optional. Default: 0.2
+	Threshold float64
+
+	// Target is the balance a node that started shedding sheds down to before it stops. 0 sheds down to the
+	// average, so the nodes that were under-loaded fill up too; Target = Threshold stops as soon as the node is back
+	// under the threshold. Must lie in [0, Threshold].
+	//
+	// Optional. Default: 0
+	Target float64
+
+	// ShedRate caps the connections shed per Interval at ceil(average * ShedRate).
+	//
+	// Optional. Default: 0.005
+	ShedRate float64
+
+	// MinConnections is the floor: a node with fewer open connections never sheds. A negative value means no
+	// floor.
+	//
+	// Optional. Default: 50
+	MinConnections int
+
+	// MaxAge is how old a reading of the average may be before it is stale and shedding stops.
+	//
+	// Optional. Default: 3 * Interval
+	MaxAge time.Duration
+
+	// Window is how long a rise in this node's connections must last before it counts. The average trails the
+	// local count by up to a scrape interval; over this window the node uses its lowest count, so the clients of a
+	// stopped peer arriving here are not compared with an average that still counts the peer. Set it to at least
+	// the scrape interval plus Interval. A fall counts at once, so shedding never overshoots because of it. A
+	// value below Interval uses the current count alone.
+	//
+	// Optional. Default: 5 * time.Second
+	Window time.Duration
+
+	// Registerer receives the fiberguard_rebalance_* metrics. A collector already registered (a second instance
+	// on the same registry) is logged and skipped.
+	//
+	// Optional. Default: prometheus.DefaultRegisterer
+	Registerer prometheus.Registerer
+
+	// DisableMetrics registers no metrics. The default Query reads fiberguard_rebalance_open_connections, so
+	// with metrics disabled another Source (or a Query over another metric) is needed.
+	//
+	// Optional. Default: false
+	DisableMetrics bool
+}
+
+// ConfigDefault is the default config. It has no source of the cluster average: set PrometheusURL or Source.
+var ConfigDefault = Config{
+	Next:           nil,
+	Query:          DefaultQuery,
+	Interval:       time.Second,
+	Threshold:      0.2,
+	Target:         0,
+	ShedRate:       0.005,
+	MinConnections: 50,
+	Window:         5 * time.Second,
+	Registerer:     prometheus.DefaultRegisterer,
+	Context:        context.Background(),
+}
+
+// configDefault fills the zero fields of the given config and validates it, panicking with the field's name.
+func configDefault(config ...Config) Config {
+	cfg := ConfigDefault
+	if len(config) > 0 {
+		cfg = config[0]
+	}
+
+	if cfg.Query == "" {
+		cfg.Query = ConfigDefault.Query
+	}
+	if cfg.Interval == 0 {
+		cfg.Interval = ConfigDefault.Interval
+	}
+	if cfg.Threshold == 0 {
+		cfg.Threshold = ConfigDefault.Threshold
+	}
+	if cfg.ShedRate == 0 {
+		cfg.ShedRate = ConfigDefault.ShedRate
+	}
+	if cfg.MinConnections == 0 {
+		cfg.MinConnections = ConfigDefault.MinConnections
+	}
+	if cfg.MaxAge == 0 {
+		cfg.MaxAge = 3 * cfg.Interval
+	}
+	if cfg.Window == 0 {
+		cfg.Window = ConfigDefault.Window
+	}
+	if cfg.Registerer == nil {
+		cfg.Registerer = ConfigDefault.Registerer
+	}
+	if cfg.Context == nil {
+		cfg.Context = ConfigDefault.Context
+	}
+	return cfg
+}
+
+// validate panics when a field of a filled config is out of range.
+func (cfg Config) validate() {
+	if cfg.Source == nil {
+		if cfg.PrometheusURL == "" {
+			panic("rebalance: Config.PrometheusURL or Config.Source must be set")
+		}
+		u, err := url.Parse(cfg.PrometheusURL)
+		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
+			panic(fmt.Sprintf("rebalance: Config.PrometheusURL must be an http(s) URL, got %q", cfg.PrometheusURL))
+		}
+	}
+	if cfg.Interval < 0 {
+		panic("rebalance: Config.Interval must be positive")
+	}
+	if !(cfg.Threshold > 0) || math.IsInf(cfg.Threshold, 0) {
+		panic("rebalance: Config.Threshold must be a positive number")
+	}
+	if !(cfg.Target >= 0 && cfg.Target <= cfg.Threshold) {
+		panic("rebalance: Config.Target must lie in [0, Config.Threshold]")
+	}
+	if !(cfg.ShedRate > 0 && cfg.ShedRate <= 1) {
+		panic("rebalance: Config.ShedRate must lie in (0, 1]")
+	}
+	if cfg.MaxAge < 0 {
+		panic("rebalance: Config.MaxAge must be positive")
+	}
+	if cfg.Window < 0 {
+		panic("rebalance: Config.Window must not be negative")
+	}
+}

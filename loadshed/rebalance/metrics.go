@@ -1,0 +1,84 @@
+package rebalance
+
+import (
+	"errors"
+	"math"
+
+	"github.com/gofiber/fiber/v2/log"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics exports a Rebalancer's state. It reads the Rebalancer's atomics and last Status at scrape time, so
+// neither the loop nor the request path pays for a metric of its own.
+type metrics struct {
+	reg     prometheus.Registerer
+	r       *Rebalancer
+	open    *prometheus.Desc
+	average *prometheus.Desc
+	nodes   *prometheus.Desc
+	balance *prometheus.Desc
+	shed    *prometheus.Desc
+	errors  *prometheus.Desc
+}
+
+// registerMetrics registers r's metrics on reg. A second instance on the same registry is logged and skipped,
+// never a panic; it then returns nil.
+func registerMetrics(reg prometheus.Registerer, r *Rebalancer) *metrics {
+	m := &metrics{
+		reg: reg,
+		r:   r,
+		open: prometheus.NewDesc("fiberguard_rebalance_open_connections",
+			"Open connections of this node's server: the series the default query averages over the cluster.", nil, nil),
+		average: prometheus.NewDesc("fiberguard_rebalance_cluster_average",
+			"Mean open connections per live node, as last read (NaN when unknown).", nil, nil),
+		nodes: prometheus.NewDesc("fiberguard_rebalance_cluster_nodes",
+			"Live nodes in the last reading of the cluster.", nil, nil),
+		balance: prometheus.NewDesc("fiberguard_rebalance_balance",
+			"(local - average) / average open connections at the last interval (NaN when unknown).", nil, nil),
+		shed: prometheus.NewDesc("fiberguard_rebalance_shed_total",
+			"Keep-alive connections closed gracefully so that their clients reconnect elsewhere.", nil, nil),
+		errors: prometheus.NewDesc("fiberguard_rebalance_source_errors_total",
+			"Failed readings of the cluster average.", nil, nil),
+	}
+	if err := reg.Register(m); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			log.Warnf("rebalance: metrics already registered by another instance; this one's are not exported")
+		} else {
+			log.Warnf("rebalance: metrics not registered: %v", err)
+		}
+		return nil
+	}
+	return m
+}
+
+func (m *metrics) unregister() {
+	if m != nil {
+		m.reg.Unregister(m)
+	}
+}
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.open
+	ch <- m.average
+	ch <- m.nodes
+	ch <- m.balance
+	ch <- m.shed
+	ch <- m.errors
+}
+
+// Collect implements prometheus.Collector.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.r.Status()
+	average, balance := math.NaN(), math.NaN()
+	if s.known {
+		average, balance = s.Average, s.Balance
+	}
+	ch <- prometheus.MustNewConstMetric(m.open, prometheus.GaugeValue, float64(m.r.localConnections()))
+	ch <- prometheus.MustNewConstMetric(m.average, prometheus.GaugeValue, average)
+	ch <- prometheus.MustNewConstMetric(m.nodes, prometheus.GaugeValue, float64(s.Nodes))
+	ch <- prometheus.MustNewConstMetric(m.balance, prometheus.GaugeValue, balance)
+	ch <- prometheus.MustNewConstMetric(m.shed, prometheus.CounterValue, float64(s.Shed))
+	ch <- prometheus.MustNewConstMetric(m.errors, prometheus.CounterValue, float64(s.SourceErrors))
+}

@@ -8,5 +8,5 @@ import (
 
 func TestMain(m *testing.M) {
 	// fasthttp keeps one process-wide goroutine that refreshes the Date header.
-	goleak.VerifyTestMain(m, goleak.IgnoreTopFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
 }

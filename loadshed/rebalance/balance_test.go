@@ -1,0 +1,99 @@
+package rebalance
+
+import (
+	"math"
+	"testing"
+	"time"
+)
+
+func TestDecide(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	def := policy{threshold: 0.2, target: 0, shedRate: 0.005, floor: 50, maxAge: 3 * time.Second}
+	fast := def
+	fast.shedRate = 0.5
+	noFloor := def
+	noFloor.floor = 0
+	reference := fast
+	reference.target = 0.2 // stop as soon as the node is back under the threshold
+
+	fresh := func(avg float64, nodes int) Reading { return Reading{Average: avg, Nodes: nodes, At: now} }
+	aged := func(avg float64, nodes int, age time.Duration) Reading {
+		return Reading{Average: avg, Nodes: nodes, At: now.Add(-age)}
+	}
+
+	tests := []struct {
+		name     string
+		p        policy
+		local    int
+		reading  Reading
+		shedding bool
+		state    State
+		budget   int
+		balance  float64 // NaN: no usable average
+	}{
+		{"below threshold", def, 110, fresh(100, 3), false, StateBalanced, 0, 0.1},
+		{"at threshold sheds, capped by rate", def, 120, fresh(100, 3), false, StateShedding, 1, 0.2},
+		{"below floor", def, 45, fresh(30, 3), false, StateBelowFloor, 0, 0.5},
+		{"at floor sheds", def, 50, fresh(40, 3), false, StateShedding, 1, 0.25},
+		{"negative floor is no floor", policy{threshold: 0.2, shedRate: 0.5, floor: -1, maxAge: time.Second}, 3, fresh(1, 3), false, StateShedding, 1, 2},
+		{"single node", def, 200, fresh(100, 1), false, StateSingleNode, 0, 1},
+		{"single node, no average", def, 200, Reading{Nodes: 1, At: now}, false, StateSingleNode, 0, math.NaN()},
+		{"no live node", def, 200, Reading{At: now}, false, StateNoAverage, 0, math.NaN()},
+		{"zero average", def, 200, fresh(0, 3), false, StateNoAverage, 0, math.NaN()},
+		{"NaN average", def, 200, fresh(math.NaN(), 3), false, StateNoAverage, 0, math.NaN()},
+		{"infinite average", def, 200, fresh(math.Inf(1), 3), false, StateNoAverage, 0, math.NaN()},
+		{"stale average", def, 200, aged(100, 3, 4*time.Second), false, StateStale, 0, 1},
+		{"stale average stops a shedding node", def, 200, aged(100, 3, 4*time.Second), true, StateStale, 0, 1},
+		{"average exactly MaxAge old is fresh", def, 200, aged(100, 3, 3*time.Second), false, StateShedding, 1, 1},
+		{"cap by rate: ceil(1000 * 0.005) = 5", def, 2000, fresh(1000, 3), false, StateShedding, 5, 1},
+		{"cap by rate rounds up", def, 1500, fresh(1100, 3), false, StateShedding, 6, 4.0 / 11},
+		{"cap by rate is at least one", def, 60, fresh(10, 3), false, StateShedding, 1, 5},
+		{"cap by excess", fast, 130, fresh(100, 3), false, StateShedding, 30, 0.3},
+		{"cap by excess rounds down", fast, 61, fresh(50.5, 3), false, StateShedding, 10, 10.5 / 50.5},
+		{"shedding node goes on below threshold", def, 110, fresh(100, 3), true, StateShedding, 1, 0.1},
+		{"shedding node stops at the average", def, 100, fresh(100, 3), true, StateBalanced, 0, 0},
+		{"shedding node stops with less than one to shed", def, 101, fresh(100.5, 3), true, StateBalanced, 0, 0.5 / 100.5},
+		{"reference: sheds down to the threshold only", reference, 130, fresh(100, 3), false, StateShedding, 10, 0.3},
+		{"reference: stops under the threshold", reference, 110, fresh(100, 3), true, StateBalanced, 0, 0.1},
+		{"under-loaded node", noFloor, 10, fresh(100, 3), false, StateBalanced, 0, -0.9},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := tt.p.decide(tt.local, tt.reading, now, tt.shedding)
+			if d.state != tt.state || d.budget != tt.budget {
+				t.Fatalf("decide(%d, %+v, shedding=%v) = %s budget %d, want %s budget %d",
+					tt.local, tt.reading, tt.shedding, d.state, d.budget, tt.state, tt.budget)
+			}
+			if math.IsNaN(tt.balance) != math.IsNaN(d.balance) ||
+				(!math.IsNaN(tt.balance) && math.Abs(d.balance-tt.balance) > 1e-12) {
+				t.Fatalf("balance = %v, want %v", d.balance, tt.balance)
+			}
+		})
+	}
+}
+
+func TestLowest(t *testing.T) {
+	l := newLowest(3)
+	steps := []struct{ add, want int }{
+		{10, 10}, // the first count is taken as is
+		{40, 10}, // a rise waits for the window
+		{40, 10},
+		{40, 40}, // ... and counts once it filled the window
+		{5, 5},   // a fall counts at once
+		{50, 5},
+		{50, 5},
+		{50, 50},
+	}
+	for i, s := range steps {
+		if got := l.add(s.add); got != s.want {
+			t.Fatalf("step %d: add(%d) = %d, want %d", i, s.add, got, s.want)
+		}
+	}
+
+	one := newLowest(0) // a window below one interval uses the current count alone
+	for _, c := range []int{7, 70, 3} {
+		if got := one.add(c); got != c {
+			t.Fatalf("size-1 window: add(%d) = %d", c, got)
+		}
+	}
+}

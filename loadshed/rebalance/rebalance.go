@@ -91,7 +91,19 @@ func New(config ...Config) fiber.Handler {
 func NewRebalancer(config ...Config) *Rebalancer {
 	cfg := configDefault(config...)
 	cfg.validate()
+	r := newRebalancer(cfg)
+	r.start(cfg.Context)
+	if cfg.App != nil {
+		cfg.App.Hooks().OnShutdown(func() error {
+			r.Close()
+			return nil
+		})
+	}
+	return r
+}
 
+// newRebalancer builds a Rebalancer from a filled, valid config without starting its loop.
+func newRebalancer(cfg Config) *Rebalancer {
 	r := &Rebalancer{
 		next:        cfg.Next,
 		connections: cfg.Connections,
@@ -124,18 +136,14 @@ func NewRebalancer(config ...Config) *Rebalancer {
 	if !cfg.DisableMetrics {
 		r.metrics = registerMetrics(cfg.Registerer, r)
 	}
+	return r
+}
 
-	ctx, cancel := context.WithCancel(cfg.Context)
+// start runs the loop until parent is done or Close is called.
+func (r *Rebalancer) start(parent context.Context) {
+	ctx, cancel := context.WithCancel(parent)
 	r.cancel = cancel
 	go r.run(ctx)
-
-	if cfg.App != nil {
-		cfg.App.Hooks().OnShutdown(func() error {
-			r.Close()
-			return nil
-		})
-	}
-	return r
 }
 
 // Handler returns the middleware. A request that finds budget left is answered as usual, with

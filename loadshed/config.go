@@ -59,15 +59,17 @@ type Config struct {
 	// Optional. Default: 0 (detected from the cgroup, else the host)
 	CPUs float64
 
-	// Interval is how often the background sampler reads Signal.
+	// Interval is how often the background sampler reads Signal. Short intervals catch an overload before a
+	// backlog builds; cgroup CPU counters are exact at any interval (the host-wide fallback measures over at least
+	// 100ms, see CPU).
 	//
-	// Optional. Default: 100ms
+	// Optional. Default: 20ms
 	Interval time.Duration
 
 	// Smoothing is the weight of each new reading in the exponentially weighted moving average of the load,
 	// in (0, 1]; 1 disables smoothing. The smoothed load has a memory of about Interval/Smoothing.
 	//
-	// Optional. Default: 0.1 (about 1 s of memory at the default Interval)
+	// Optional. Default: 0.2 (about 100ms of memory at the default Interval)
 	Smoothing float64
 
 	// OnShed answers a rejected request.
@@ -110,8 +112,8 @@ var ConfigDefault = Config{
 	Upper:         0.95,
 	CriticalLower: 0.98,
 	CriticalUpper: 1.0,
-	Interval:      100 * time.Millisecond,
-	Smoothing:     0.1,
+	Interval:      20 * time.Millisecond,
+	Smoothing:     0.2,
 	RetryAfter:    time.Second,
 	Name:          "default",
 }

@@ -18,7 +18,8 @@ import (
 // cpuacct.usage). Where no limit applies, or the cgroup files are missing or odd, it falls back to the host-wide
 // CPU usage read by gopsutil, and Reason says why.
 //
-// Load is meant for one sampler: each call measures the interval since the previous one.
+// Load is meant for one sampler: each call measures the interval since the previous one. Host-wide counters
+// advance in 10ms ticks, so on the host fallback a call sooner than 100ms after the last measurement repeats it.
 type CPU struct {
 	usage    func() (time.Duration, error) // cumulative CPU time
 	capacity float64                       // CPUs the usage is divided by
@@ -26,12 +27,18 @@ type CPU struct {
 	reason   string
 	now      func() time.Time
 	sleep    func(time.Duration)
+	// minWindow is the shortest interval measured; a sooner call repeats the last load.
+	minWindow time.Duration
 
 	mu        sync.Mutex
 	primed    bool
 	prevUsage time.Duration
 	prevAt    time.Time
+	last      float64
 }
+
+// hostMinWindow covers ten ticks of /proc/stat per CPU: shorter host-wide readings flap between 0 and 1.
+const hostMinWindow = 100 * time.Millisecond
 
 // primeWindow is how long the first Load measures, so the first reading exists at start.
 const primeWindow = 50 * time.Millisecond
@@ -40,7 +47,11 @@ const primeWindow = 50 * time.Millisecond
 // from the process's cgroup where one is readable, else from the host).
 func NewCPU(cpus float64) *CPU {
 	p := detectCPU(hostFS{}, cpus, hostCPUs(), hostUsage)
-	return &CPU{usage: p.usage, capacity: p.capacity, source: p.source, reason: p.reason, now: time.Now, sleep: time.Sleep}
+	c := &CPU{usage: p.usage, capacity: p.capacity, source: p.source, reason: p.reason, now: time.Now, sleep: time.Sleep}
+	if p.source == "host" {
+		c.minWindow = hostMinWindow
+	}
+	return c
 }
 
 // Source names where usage is read: "cgroup v1", "cgroup v2" or "host".
@@ -63,7 +74,9 @@ func (c *CPU) Load() (float64, error) {
 			return 0, err
 		}
 		c.prevUsage, c.prevAt, c.primed = u, c.now(), true
-		c.sleep(primeWindow)
+		c.sleep(max(primeWindow, c.minWindow))
+	} else if c.now().Sub(c.prevAt) < c.minWindow {
+		return c.last, nil
 	}
 	u, err := c.usage()
 	if err != nil {
@@ -71,8 +84,11 @@ func (c *CPU) Load() (float64, error) {
 	}
 	at := c.now()
 	load, err := cpuLoad(u-c.prevUsage, at.Sub(c.prevAt), c.capacity)
-	c.prevUsage, c.prevAt = u, at
-	return load, err
+	if err != nil {
+		return 0, err
+	}
+	c.prevUsage, c.prevAt, c.last = u, at, load
+	return load, nil
 }
 
 // cpuLoad is the share of capacity CPUs that used CPU time took over elapsed wall time.

@@ -76,6 +76,32 @@ func TestCPUSignalMeasuresEachInterval(t *testing.T) {
 	}
 }
 
+func TestCPUSignalMinimumWindow(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	c := &CPU{
+		capacity:  1,
+		minWindow: 100 * time.Millisecond,
+		usage:     func() (time.Duration, error) { return clk.usage, nil },
+		now:       func() time.Time { return clk.now },
+		sleep:     func(d time.Duration) { clk.now = clk.now.Add(d) }, // idle while priming
+	}
+	if got, _ := c.Load(); got != 0 {
+		t.Fatalf("first Load = %v, want 0", got)
+	}
+	// 20 ms later, fully busy: too short a window, the last measurement is repeated.
+	clk.now = clk.now.Add(20 * time.Millisecond)
+	clk.usage += 20 * time.Millisecond
+	if got, _ := c.Load(); got != 0 {
+		t.Fatalf("Load within the minimum window = %v, want the last (0)", got)
+	}
+	// 100 ms after the last measurement, the whole window is measured: 20 ms busy + 80 ms busy = 1.
+	clk.now = clk.now.Add(80 * time.Millisecond)
+	clk.usage += 80 * time.Millisecond
+	if got, _ := c.Load(); math.Abs(got-1) > 1e-9 {
+		t.Fatalf("Load after the window = %v, want 1", got)
+	}
+}
+
 func TestNewCPUOnThisMachine(t *testing.T) {
 	c := NewCPU(0)
 	if c.Capacity() <= 0 || c.Source() == "" || c.Reason() == "" {

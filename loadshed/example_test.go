@@ -1,0 +1,76 @@
+package loadshed_test
+
+import (
+	"fmt"
+	"net/http/httptest"
+
+	"github.com/fiberguard/fiberguard/loadshed"
+	"github.com/gofiber/fiber/v2"
+)
+
+// The default: shed by the CPU the process may use, 503 with Retry-After.
+func Example() {
+	app := fiber.New()
+	app.Use(loadshed.New())
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("hello") })
+	_ = app // app.Listen(":3000")
+}
+
+// A Shedder owns its sampler: Close stops it. Stats feeds a status page.
+func ExampleNewShedder() {
+	s := loadshed.NewShedder(loadshed.Config{
+		// A custom signal pinned above Upper, so every ordinary request is shed.
+		Signal:         loadshed.SignalFunc(func() (float64, error) { return 0.97, nil }),
+		Critical:       func(c *fiber.Ctx) bool { return c.Get("X-Priority") == "critical" },
+		Next:           func(c *fiber.Ctx) bool { return c.Path() == "/healthz" },
+		DisableMetrics: true,
+	})
+	defer s.Close()
+
+	app := fiber.New()
+	app.Use(s.Handler())
+	app.Get("/*", func(c *fiber.Ctx) error { return c.SendString("ok") })
+
+	for _, r := range []struct{ path, priority string }{{"/", ""}, {"/", "critical"}, {"/healthz", ""}} {
+		req := httptest.NewRequest("GET", r.path, nil)
+		req.Header.Set("X-Priority", r.priority)
+		resp, _ := app.Test(req)
+		fmt.Printf("%s priority=%q: %d Retry-After=%q\n", r.path, r.priority, resp.StatusCode, resp.Header.Get("Retry-After"))
+	}
+	st := s.Stats()
+	fmt.Printf("load %.2f, shed %d, critical admitted %d\n", st.Load, st.Shed, st.CriticalAdmitted)
+	// Output:
+	// / priority="": 503 Retry-After="1"
+	// / priority="critical": 200 Retry-After=""
+	// /healthz priority="": 200 Retry-After=""
+	// load 0.97, shed 1, critical admitted 1
+}
+
+// Dry-run counts what would be shed and serves everything.
+func ExampleConfig_dryRun() {
+	s := loadshed.NewShedder(loadshed.Config{
+		Signal:         loadshed.SignalFunc(func() (float64, error) { return 1, nil }),
+		DryRun:         true,
+		DisableMetrics: true,
+	})
+	defer s.Close()
+	app := fiber.New()
+	app.Use(s.Handler())
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("ok") })
+	resp, _ := app.Test(httptest.NewRequest("GET", "/", nil))
+	fmt.Println(resp.StatusCode, s.Stats().Shed)
+	// Output: 200 1
+}
+
+// Probability is the decision curve.
+func ExampleProbability() {
+	for _, load := range []float64{0.5, 0.90, 0.925, 0.95, 1} {
+		fmt.Printf("%.3f → %.2f\n", load, loadshed.Probability(load, 0.90, 0.95))
+	}
+	// Output:
+	// 0.500 → 0.00
+	// 0.900 → 0.00
+	// 0.925 → 0.50
+	// 0.950 → 1.00
+	// 1.000 → 1.00
+}

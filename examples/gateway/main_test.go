@@ -1,0 +1,84 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+func TestMain(m *testing.M) {
+	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
+}
+
+func newTestGateway(t *testing.T, vars map[string]string) *gateway {
+	t.Helper()
+	g, err := newGateway(env{registry: prometheus.NewRegistry(), getenv: func(k string) string { return vars[k] }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(g.close)
+	return g
+}
+
+func fetch(t *testing.T, g *gateway, path string) (int, string) {
+	t.Helper()
+	resp, err := g.app.Test(httptest.NewRequest("GET", path, nil), -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	body, _ := io.ReadAll(resp.Body)
+	return resp.StatusCode, string(body)
+}
+
+func TestGatewayStatusShowsEveryFeature(t *testing.T) {
+	g := newTestGateway(t, nil)
+	if code, body := fetch(t, g, "/burn?ms=1"); code != 200 && code != 503 {
+		t.Fatalf("/burn: %d %s", code, body)
+	}
+	code, body := fetch(t, g, "/status")
+	if code != 200 {
+		t.Fatalf("/status: %d %s", code, body)
+	}
+	var status map[string]json.RawMessage
+	if err := json.Unmarshal([]byte(body), &status); err != nil {
+		t.Fatalf("/status is not JSON: %v\n%s", err, body)
+	}
+	for _, f := range features {
+		if _, ok := status[f.name]; !ok {
+			t.Errorf("/status lacks %q: %s", f.name, body)
+		}
+	}
+	var ls struct {
+		Load     *float64 `json:"load"`
+		Admitted uint64   `json:"admitted"`
+		Shed     uint64   `json:"shed"`
+		Signal   string   `json:"signal"`
+	}
+	if err := json.Unmarshal(status["loadshed"], &ls); err != nil || ls.Load == nil || ls.Signal == "" {
+		t.Fatalf("loadshed status %s: %v", status["loadshed"], err)
+	}
+	if ls.Admitted+ls.Shed == 0 {
+		t.Fatalf("the /burn request was not counted: %s", status["loadshed"])
+	}
+}
+
+func TestGatewayMetrics(t *testing.T) {
+	g := newTestGateway(t, nil)
+	code, body := fetch(t, g, "/metrics")
+	if code != 200 || !strings.Contains(body, "fiberguard_loadshed_load") {
+		t.Fatalf("/metrics: %d, loadshed metrics missing:\n%s", code, body)
+	}
+}
+
+func TestBurnRejectsBadInput(t *testing.T) {
+	g := newTestGateway(t, nil)
+	if code, _ := fetch(t, g, "/burn?ms=abc"); code != 400 {
+		t.Fatalf("/burn?ms=abc: %d, want 400", code)
+	}
+}

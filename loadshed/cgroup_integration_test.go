@@ -94,10 +94,12 @@ func TestRealCgroupLimit(t *testing.T) {
 			}
 			return os.WriteFile(filepath.Join(cpuGroup, "cpu.cfs_quota_us"), []byte("50000"), 0)
 		}
-	} else if dir := v2Dir(mounts, pc); dir != "" {
-		ctrl, _ := os.ReadFile(filepath.Join(dir, "cgroup.subtree_control"))
-		requireIntegration(t, strings.Contains(string(ctrl), "cpu"), "cgroup v2 without the cpu controller delegated to "+dir)
-		group := filepath.Join(dir, name)
+	} else if root := v2Root(mounts); root != "" {
+		// A new group under the root: the root may delegate the cpu controller even where the process's own
+		// group cannot (a group with processes cannot enable controllers for its children).
+		ctrl, _ := os.ReadFile(filepath.Join(root, "cgroup.subtree_control"))
+		requireIntegration(t, strings.Contains(string(ctrl), "cpu"), "cgroup v2 without the cpu controller enabled in "+root)
+		group := filepath.Join(root, name)
 		dirs = []string{group}
 		limit = func() error { return os.WriteFile(filepath.Join(group, "cpu.max"), []byte("50000 100000"), 0) }
 	} else {
@@ -195,6 +197,16 @@ func runChild(t *testing.T, mode string, dirs []string) childReading {
 	}
 	t.Fatalf("child printed no reading:\n%s", out.String())
 	return r
+}
+
+// v2Root is the mount point of the unified hierarchy's root, or "".
+func v2Root(mounts []mount) string {
+	for _, m := range mounts {
+		if m.fstype == "cgroup2" && m.root == "/" {
+			return m.point
+		}
+	}
+	return ""
 }
 
 func uniq(a, b string) []string {

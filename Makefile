@@ -2,7 +2,9 @@
 MODULES := $(shell .github/scripts/modules.sh)
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 
-.PHONY: test vet fmt-check bench demo
+STATICCHECK ?= $(shell command -v staticcheck || echo $(shell go env GOPATH)/bin/staticcheck)
+
+.PHONY: test vet lint fmt-check bench demo
 
 ## test: every test of every module, each module alone (GOWORK=off, as `go get` users build it), with -race
 test: fmt-check vet
@@ -14,7 +16,12 @@ test: fmt-check vet
 
 ## vet: go vet over every module, in the workspace and alone
 vet:
+	go vet $$(go list -f '{{.Dir}}/...' -m)
 	@set -e; for m in $(MODULES); do (cd $$m && GOWORK=off go vet ./...); done
+
+## lint: staticcheck over every module (go install honnef.co/go/tools/cmd/staticcheck@v0.8.2)
+lint:
+	$(STATICCHECK) $$(go list -f '{{.Dir}}/...' -m)
 
 ## fmt-check: fail when a file is not gofmt-clean
 fmt-check:

@@ -40,10 +40,12 @@ func main() {
 	cpus := flag.Int("cpus", 1, "CPU quota of the app's cgroup")
 	interval := flag.Duration("interval", 0, "loadshed Config.Interval (0: the default)")
 	smoothing := flag.Float64("smoothing", 0, "loadshed Config.Smoothing (0: the default)")
+	lower := flag.Float64("lower", 0, "loadshed Config.Lower (0: the default)")
+	upper := flag.Float64("upper", 0, "loadshed Config.Upper (0: the default)")
 	flag.Parse()
 
 	if *serve != "" {
-		runApp(*serve, *addr, *interval, *smoothing)
+		runApp(*serve, *addr, loadshed.Config{Interval: *interval, Smoothing: *smoothing, Lower: *lower, Upper: *upper})
 		return
 	}
 	if err := drive(*work, *duration, *factor, *cpus); err != nil {
@@ -72,7 +74,7 @@ func calibrate(d time.Duration) int {
 	return int(d / per)
 }
 
-func runApp(mode, addr string, interval time.Duration, smoothing float64) {
+func runApp(mode, addr string, cfg loadshed.Config) {
 	iterations, _ := strconv.Atoi(os.Getenv("OVERLOAD_ITERATIONS"))
 	// The driver moves this process into the cgroup first, then says go.
 	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
@@ -81,11 +83,8 @@ func runApp(mode, addr string, interval time.Duration, smoothing float64) {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	if mode == "loadshed" {
-		s := loadshed.NewShedder(loadshed.Config{
-			Next:      func(c *fiber.Ctx) bool { return c.Path() == "/healthz" },
-			Interval:  interval,
-			Smoothing: smoothing,
-		})
+		cfg.Next = func(c *fiber.Ctx) bool { return c.Path() == "/healthz" }
+		s := loadshed.NewShedder(cfg)
 		defer s.Close()
 		app.Use(s.Handler())
 		app.Get("/stats", func(c *fiber.Ctx) error { return c.JSON(s.Stats()) })
@@ -147,7 +146,7 @@ func startApp(cg *cgroup, mode string, iterations int) (*app, error) {
 	addr := l.Addr().String()
 	_ = l.Close()
 	args := []string{"-serve", mode, "-addr", addr}
-	for _, f := range []string{"interval", "smoothing"} {
+	for _, f := range []string{"interval", "smoothing", "lower", "upper"} {
 		args = append(args, "-"+f, flag.Lookup(f).Value.String())
 	}
 	cmd := exec.Command(os.Args[0], args...)

@@ -27,12 +27,14 @@ import (
 	"time"
 
 	"github.com/fiberguard/fiberguard/loadshed"
+	"github.com/go-kratos/aegis/ratelimit"
+	"github.com/go-kratos/aegis/ratelimit/bbr"
 	"github.com/gofiber/fiber/v2"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
 )
 
 func main() {
-	serve := flag.String("serve", "", "internal: run the app (plain|loadshed) on -addr after reading a line on stdin")
+	serve := flag.String("serve", "", "internal: run the app (plain|loadshed|bbr) on -addr after reading a line on stdin")
 	addr := flag.String("addr", "", "internal: listen address of the app")
 	work := flag.Duration("work", time.Millisecond, "CPU time each request burns")
 	duration := flag.Duration("duration", 30*time.Second, "length of each overload run")
@@ -88,6 +90,18 @@ func runApp(mode, addr string, cfg loadshed.Config) {
 		defer s.Close()
 		app.Use(s.Handler())
 		app.Get("/stats", func(c *fiber.Ctx) error { return c.JSON(s.Stats()) })
+	}
+	if mode == "bbr" {
+		l := bbr.NewLimiter()
+		app.Use(func(c *fiber.Ctx) error {
+			done, err := l.Allow()
+			if err != nil {
+				return c.SendStatus(fiber.StatusServiceUnavailable)
+			}
+			err = c.Next()
+			done(ratelimit.DoneInfo{Err: err})
+			return err
+		})
 	}
 	app.Get("/work", func(c *fiber.Ctx) error {
 		sum := burn(iterations)
@@ -208,7 +222,7 @@ func capacity(base string, d time.Duration) float64 {
 
 type outcome struct {
 	offered, goodput, shedFrac, errFrac float64
-	p50, p99                             time.Duration
+	p50, p99                            time.Duration
 }
 
 // attack drives base/work open-loop at rate for d and summarises the results.
@@ -289,6 +303,11 @@ func drive(work, duration time.Duration, factor float64, cpus int) error {
 		return err
 	}
 	log.Printf("loadshed: %+v", shed)
+	bbrOut, err := run("bbr", func(base string) outcome { return attack(base, rate, duration) })
+	if err != nil {
+		return err
+	}
+	log.Printf("aegis bbr: %+v", bbrOut)
 
 	fmt.Printf("Capacity (closed loop, 16 clients, %d CPU cgroup, %v CPU per request): **%.0f req/s**\n\n", cpus, work, capRPS)
 	fmt.Printf("| run | offered req/s | goodput req/s | goodput / capacity | shed | errors | p50 admitted | p99 admitted |\n")
@@ -301,6 +320,7 @@ func drive(work, duration time.Duration, factor float64, cpus int) error {
 	row("0.8x capacity, loadshed on", moderate)
 	row(fmt.Sprintf("%.3gx capacity, no shedding", factor), plain)
 	row(fmt.Sprintf("%.3gx capacity, loadshed", factor), shed)
+	row(fmt.Sprintf("%.3gx capacity, go-kratos/aegis BBR (defaults)", factor), bbrOut)
 	fmt.Printf("\nadmitted p99 / unloaded p99 with loadshed: %.1fx; without: %.1fx\n",
 		float64(shed.p99)/float64(unloaded.p99), float64(plain.p99)/float64(unloaded.p99))
 	return nil

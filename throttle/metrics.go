@@ -1,0 +1,107 @@
+package throttle
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2/log"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// metrics exports a Throttler's state. Gauges and counters are read from the Throttler's own atomics at scrape
+// time, so the request path pays for no metric of its own; evaluation durations go to a histogram.
+type metrics struct {
+	reg       prometheus.Registerer
+	t         *Throttler
+	window    *prometheus.Desc
+	bounds    *prometheus.Desc
+	inflight  *prometheus.Desc
+	requests  *prometheus.Desc
+	firing    *prometheus.Desc
+	evals     *prometheus.Desc
+	errors    *prometheus.Desc
+	backoffs  *prometheus.Desc
+	durations *prometheus.HistogramVec
+}
+
+func registerMetrics(reg prometheus.Registerer, name string, t *Throttler) *metrics {
+	labels := prometheus.Labels{"throttle": name}
+	m := &metrics{
+		reg: reg,
+		t:   t,
+		window: prometheus.NewDesc("fiberguard_throttle_window",
+			"Current concurrency window: requests admitted at once.", nil, labels),
+		bounds: prometheus.NewDesc("fiberguard_throttle_window_bound",
+			"Configured window bounds.", []string{"bound"}, labels),
+		inflight: prometheus.NewDesc("fiberguard_throttle_in_flight",
+			"Requests admitted and not yet completed.", nil, labels),
+		requests: prometheus.NewDesc("fiberguard_throttle_requests_total",
+			"Requests by admission decision.", []string{"decision"}, labels),
+		firing: prometheus.NewDesc("fiberguard_throttle_signal_firing",
+			"1 while the signal fires (including a stale signal under fail-closed).", []string{"signal"}, labels),
+		evals: prometheus.NewDesc("fiberguard_throttle_signal_evaluations_total",
+			"Signal evaluations by verdict: firing, false, no_data or error.", []string{"signal", "verdict"}, labels),
+		errors: prometheus.NewDesc("fiberguard_throttle_query_errors_total",
+			"Signal evaluations that failed (query or function errors).", []string{"signal"}, labels),
+		backoffs: prometheus.NewDesc("fiberguard_throttle_backoffs_total",
+			"Times the signal halved the window.", []string{"signal"}, labels),
+		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
+			Name:        "fiberguard_throttle_query_duration_seconds",
+			Help:        "Duration of signal evaluations (PromQL queries or functions).",
+			ConstLabels: labels,
+			Buckets:     []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
+		}, []string{"signal"}),
+	}
+	if err := reg.Register(m); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			log.Warnf("throttle: metrics for throttle %q already registered; set Config.Name to tell instances apart", name)
+		} else {
+			log.Warnf("throttle: metrics not registered: %v", err)
+		}
+		return nil
+	}
+	for _, r := range t.signals {
+		r.duration = m.durations.WithLabelValues(r.sig.Name)
+	}
+	return m
+}
+
+func (m *metrics) unregister() { m.reg.Unregister(m) }
+
+// Describe implements prometheus.Collector.
+func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
+	ch <- m.window
+	ch <- m.bounds
+	ch <- m.inflight
+	ch <- m.requests
+	ch <- m.firing
+	ch <- m.evals
+	ch <- m.errors
+	ch <- m.backoffs
+	m.durations.Describe(ch)
+}
+
+// Collect implements prometheus.Collector.
+func (m *metrics) Collect(ch chan<- prometheus.Metric) {
+	s := m.t.Snapshot()
+	ch <- prometheus.MustNewConstMetric(m.window, prometheus.GaugeValue, float64(s.Window))
+	ch <- prometheus.MustNewConstMetric(m.bounds, prometheus.GaugeValue, float64(s.WindowMin), "min")
+	ch <- prometheus.MustNewConstMetric(m.bounds, prometheus.GaugeValue, float64(s.WindowMax), "max")
+	ch <- prometheus.MustNewConstMetric(m.inflight, prometheus.GaugeValue, float64(s.InFlight))
+	ch <- prometheus.MustNewConstMetric(m.requests, prometheus.CounterValue, float64(s.Admitted), "admitted")
+	ch <- prometheus.MustNewConstMetric(m.requests, prometheus.CounterValue, float64(s.Rejected), "rejected")
+	for i, sig := range s.Signals {
+		r := m.t.signals[i]
+		firing := 0.0
+		if sig.Firing {
+			firing = 1
+		}
+		ch <- prometheus.MustNewConstMetric(m.firing, prometheus.GaugeValue, firing, sig.Name)
+		for v, n := range r.verdictCounts() {
+			ch <- prometheus.MustNewConstMetric(m.evals, prometheus.CounterValue, float64(n), sig.Name, Verdict(v).String())
+		}
+		ch <- prometheus.MustNewConstMetric(m.errors, prometheus.CounterValue, float64(sig.Errors), sig.Name)
+		ch <- prometheus.MustNewConstMetric(m.backoffs, prometheus.CounterValue, float64(sig.Backoffs), sig.Name)
+	}
+	m.durations.Collect(ch)
+}

@@ -1,0 +1,178 @@
+package throttle
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2/log"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// evaluator evaluates a signal once within ctx.
+type evaluator func(ctx context.Context) (Verdict, error)
+
+// queryEvaluator evaluates a PromQL instant query at the server's current time.
+func queryEvaluator(prom promv1.API, query string) evaluator {
+	return func(ctx context.Context) (Verdict, error) {
+		v, _, _, err := prom.Query(ctx, query, time.Time{})
+		return Classify(v, err)
+	}
+}
+
+// funcEvaluator evaluates an in-process signal; a panic in it counts as a failed evaluation.
+func funcEvaluator(f func(context.Context) (bool, error)) evaluator {
+	return func(ctx context.Context) (v Verdict, err error) {
+		defer func() {
+			if p := recover(); p != nil {
+				v, err = VerdictError, fmt.Errorf("throttle: signal function panicked: %v", p)
+			}
+		}()
+		firing, err := f(ctx)
+		switch {
+		case err != nil:
+			return VerdictError, err
+		case firing:
+			return VerdictFiring, nil
+		}
+		return VerdictFalse, nil
+	}
+}
+
+// signalRunner evaluates one signal on its own goroutine, one evaluation at a time, and applies the result to
+// its owner's window.
+type signalRunner struct {
+	sig      Signal
+	eval     evaluator
+	owner    *Throttler
+	duration prometheus.Observer // nil without metrics
+
+	firing atomic.Bool
+
+	// tracker, lastErr and wasStale belong to the runner's goroutine; the rest is read by status() under mu.
+	tracker  Tracker
+	lastErr  string
+	wasStale bool
+
+	mu          sync.Mutex
+	state       State
+	evaluations uint64
+	errors      uint64
+	backoffs    uint64
+	byVerdict   [VerdictError + 1]uint64
+	errText     string
+	lastSuccess time.Time
+}
+
+// run evaluates the signal at once, then at every tick, until ctx is done. Evaluations run one after another
+// on this goroutine, so there is never more than one in flight; one that overruns the interval delays the next
+// tick rather than overlapping it.
+func (r *signalRunner) run(ctx context.Context) {
+	tick := time.NewTicker(r.sig.Interval)
+	defer tick.Stop()
+	for ctx.Err() == nil {
+		r.evaluate(ctx)
+		select {
+		case <-ctx.Done():
+			return
+		case <-tick.C:
+		}
+	}
+}
+
+// evaluate runs one evaluation with the signal's timeout and applies it: the signal's state is updated, the
+// window's growth is held while any signal fires, and a firing evaluation halves the window once.
+func (r *signalRunner) evaluate(ctx context.Context) {
+	qctx, cancel := context.WithTimeout(ctx, r.sig.Timeout)
+	start := time.Now()
+	verdict, err := r.eval(qctx)
+	elapsed := time.Since(start)
+	cancel()
+	if ctx.Err() != nil {
+		return // the owner is stopping: an evaluation cut short by Close says nothing about the signal
+	}
+	if r.duration != nil {
+		r.duration.Observe(elapsed.Seconds())
+	}
+	now := time.Now()
+	state := r.tracker.Observe(now, verdict)
+
+	switch {
+	case err != nil && err.Error() != r.lastErr: // log each new error once, not every interval
+		log.Warnf("throttle: signal %q: %v (%s)", r.sig.Name, err, describe(state))
+		r.lastErr = err.Error()
+	case err != nil && state.Stale && !r.wasStale: // the same error, but the fail mode now decides
+		log.Warnf("throttle: signal %q: no successful evaluation for %v, %s applies: firing=%t", r.sig.Name, r.tracker.Staleness, r.tracker.FailMode, state.Firing)
+	case err == nil && r.lastErr != "":
+		log.Infof("throttle: signal %q evaluates again", r.sig.Name)
+		r.lastErr = ""
+	}
+	r.wasStale = state.Stale
+
+	r.firing.Store(state.Firing)
+	r.owner.signalChanged()
+	if state.Firing {
+		r.owner.window.Backoff()
+	}
+
+	r.mu.Lock()
+	r.state = state
+	r.evaluations++
+	r.byVerdict[verdict]++
+	if err != nil {
+		r.errors++
+		r.errText = err.Error()
+	} else {
+		r.errText = ""
+		r.lastSuccess = now
+	}
+	if state.Firing {
+		r.backoffs++
+	}
+	r.mu.Unlock()
+}
+
+func describe(s State) string {
+	switch {
+	case s.Held:
+		return fmt.Sprintf("keeping the last value, firing=%t", s.Firing)
+	case s.Stale:
+		return fmt.Sprintf("stale, fail mode says firing=%t", s.Firing)
+	}
+	return ""
+}
+
+func (r *signalRunner) status() SignalStatus {
+	kind := "promql"
+	if r.sig.Func != nil {
+		kind = "func"
+	}
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	st := SignalStatus{
+		Name:        r.sig.Name,
+		Kind:        kind,
+		Firing:      r.state.Firing,
+		Held:        r.state.Held,
+		Stale:       r.state.Stale,
+		Evaluations: r.evaluations,
+		Errors:      r.errors,
+		Backoffs:    r.backoffs,
+		LastError:   r.errText,
+		LastSuccess: r.lastSuccess,
+	}
+	if r.evaluations > 0 {
+		st.Verdict = r.state.Verdict.String()
+	}
+	return st
+}
+
+// verdictCounts returns how many evaluations ended with each Verdict, indexed by Verdict.
+func (r *signalRunner) verdictCounts() [VerdictError + 1]uint64 {
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	return r.byVerdict
+}

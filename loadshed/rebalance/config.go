@@ -130,7 +130,7 @@ var ConfigDefault = Config{
 	Context:        context.Background(),
 }
 
-// configDefault fills the zero fields of the given config and validates it, panicking with the field's name.
+// configDefault fills the zero fields of the given config; validate then checks it.
 func configDefault(config ...Config) Config {
 	cfg := ConfigDefault
 	if len(config) > 0 {

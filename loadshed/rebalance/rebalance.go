@@ -94,10 +94,7 @@ func NewRebalancer(config ...Config) *Rebalancer {
 	r := newRebalancer(cfg)
 	r.start(cfg.Context)
 	if cfg.App != nil {
-		cfg.App.Hooks().OnShutdown(func() error {
-			r.Close()
-			return nil
-		})
+		cfg.App.Hooks().OnShutdown(r.Close)
 	}
 	return r
 }
@@ -187,11 +184,12 @@ func (r *Rebalancer) Status() Status {
 
 // Close stops the loop and waits for it to end: shedding stops and the metrics are unregistered. It is safe to
 // call more than once; the handler keeps passing requests through afterwards.
-func (r *Rebalancer) Close() {
+func (r *Rebalancer) Close() error {
 	r.closeOnce.Do(func() {
 		r.cancel()
 		<-r.done
 	})
+	return nil
 }
 
 func (r *Rebalancer) localConnections() int {
@@ -199,7 +197,8 @@ func (r *Rebalancer) localConnections() int {
 		return r.connections()
 	}
 	if s := r.server.Load(); s != nil {
-		return int(s.GetOpenConnectionsCount())
+		// fasthttp reports -1 before the server starts serving.
+		return max(0, int(s.GetOpenConnectionsCount()))
 	}
 	return 0
 }

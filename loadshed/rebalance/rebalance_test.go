@@ -34,9 +34,9 @@ func testConfig(src Source, local int) Config {
 	})
 }
 
-// serve runs one request through app's handler, as the server would, and reports whether the response closes
+// handle runs one request through app's handler, as the server would, and reports whether the response closes
 // the connection.
-func serve(t testing.TB, app *fiber.App, connectionClose bool) bool {
+func handle(t testing.TB, app *fiber.App, connectionClose bool) bool {
 	t.Helper()
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetRequestURI("/")
@@ -61,7 +61,7 @@ func newApp(h fiber.Handler) *fiber.App {
 func countCloses(t testing.TB, app *fiber.App, n int) int {
 	closes := 0
 	for range n {
-		if serve(t, app, false) {
+		if handle(t, app, false) {
 			closes++
 		}
 	}
@@ -111,7 +111,7 @@ func TestClosingConnectionsAndSkippedRequestsAreNotShed(t *testing.T) {
 	r.tick(context.Background())
 
 	for range 3 {
-		serve(t, app, true) // closes anyway: must not use the budget
+		handle(t, app, true) // closes anyway: must not use the budget
 	}
 	for range 3 {
 		var ctx fasthttp.RequestCtx
@@ -295,8 +295,18 @@ func TestAppShutdownStopsTheLoop(t *testing.T) {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	r := NewRebalancer(Config{Source: fixed(40, 3), App: app, Registerer: prometheus.NewRegistry()})
 	app.Use(r.Handler())
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	served := make(chan error, 1)
 	go func() { served <- app.Listener(ln) }()
+	// Shut down only once the server serves: a Shutdown that comes before Serve would not stop it.
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get("http://" + ln.Addr().String() + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	tr.CloseIdleConnections()
 	if err := app.Shutdown(); err != nil {
 		t.Fatal(err)
 	}
@@ -311,10 +321,6 @@ func TestAppShutdownStopsTheLoop(t *testing.T) {
 // TestRealConnections serves real keep-alive clients over TCP: the node counts them from the app's server, and
 // a shed answers its request normally and closes only that connection.
 func TestRealConnections(t *testing.T) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
 	const clients = 4
 	// The cluster averages 2.5 connections per node: this node, holding 4, is at balance 0.6 and sheds
@@ -329,14 +335,7 @@ func TestRealConnections(t *testing.T) {
 	r := newRebalancer(cfg)
 	app.Use(r.Handler())
 	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("ok") })
-	served := make(chan error, 1)
-	go func() { served <- app.Listener(ln) }()
-	defer func() {
-		_ = app.Shutdown()
-		<-served
-	}()
-
-	url := "http://" + ln.Addr().String() + "/"
+	url := serve(t, app)
 	var (
 		mu    sync.Mutex
 		dials int
@@ -410,4 +409,42 @@ func waitFor(t testing.TB, cond func() bool) {
 		}
 		time.Sleep(5 * time.Millisecond)
 	}
+}
+
+// TestServerLearnedFromTheFirstRequest: without Config.App and Config.Connections the count comes from the server
+// of the app that serves the first request.
+func TestServerLearnedFromTheFirstRequest(t *testing.T) {
+	r := newRebalancer(configDefault(Config{Source: fixed(40, 3), Registerer: prometheus.NewRegistry()}))
+	app := newApp(r.Handler())
+	url := serve(t, app)
+	if got := r.localConnections(); got != 0 {
+		t.Fatalf("%d connections before the first request, want 0", got)
+	}
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	resp, err := (&http.Client{Transport: tr, Timeout: 10 * time.Second}).Get(url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if got := r.localConnections(); got != 1 {
+		t.Fatalf("%d connections with one keep-alive client, want 1", got)
+	}
+}
+
+// serve runs app on a free 127.0.0.1 port until the test ends and returns its URL. Requests must reach it before
+// the test ends: a Shutdown that comes before Serve would not stop it.
+func serve(t *testing.T, app *fiber.App) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	served := make(chan error, 1)
+	go func() { served <- app.Listener(ln) }()
+	t.Cleanup(func() {
+		_ = app.Shutdown()
+		<-served
+	})
+	return "http://" + ln.Addr().String() + "/"
 }

@@ -1,0 +1,492 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"math"
+	"math/rand/v2"
+	"net"
+	"net/http"
+	"os"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/fiberguard/fiberguard/e2e/internal/haproxy"
+	"github.com/fiberguard/fiberguard/e2e/internal/itest"
+	"github.com/fiberguard/fiberguard/e2e/internal/promserver"
+	"github.com/fiberguard/fiberguard/loadshed/rebalance"
+	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+)
+
+const (
+	// rbClients keep-alive clients, each on one connection, sending a request every 200-300 ms.
+	rbClients = 120
+	// rbThreshold is the middleware's default Config.Threshold; the test asserts shares within it.
+	rbThreshold = 0.2
+	// rbConverge bounds the time for the shares to come within the threshold once the third node is up. With the
+	// defaults (ShedRate 0.005: one connection per second per node at an average of 40) the two full nodes hand
+	// back 2 connections a second between them, so it takes about 15-25 s; the bound leaves room for a loaded CI.
+	rbConverge = 90 * time.Second
+)
+
+// TestRebalance runs three Fiber nodes behind a real HAProxy (TCP mode, leastconn), with a real Prometheus
+// scraping them every second. 120 keep-alive clients connect while two nodes are up; then the third starts.
+// With rebalance, every node's share comes within the threshold of the average and no request fails; without it
+// (the control) the third node stays empty. Stopping one node then makes no other node shed.
+func TestRebalance(t *testing.T) {
+	itest.RequireBinary(t, "haproxy")
+	itest.RequireBinary(t, "prometheus")
+
+	t.Run("rebalance", testRebalanceOn)
+	t.Run("control", testRebalanceOff)
+}
+
+func testRebalanceOn(t *testing.T) {
+	appAddrs, metricsAddrs := freeAddrs(t, 3), freeAddrs(t, 3)
+
+	// Prometheus returns once every target has been scraped: empty endpoints answer until the nodes start.
+	placeholders := make([]*http.Server, 3)
+	for i, a := range metricsAddrs {
+		placeholders[i] = serveMetrics(t, a, prometheus.NewRegistry())
+	}
+	prom := promserver.Start(t, promserver.Config{Targets: metricsAddrs, ScrapeInterval: time.Second})
+	for _, p := range placeholders {
+		_ = p.Close()
+	}
+
+	nodes := make([]*rbNode, 3)
+	for i := range 2 {
+		nodes[i] = startNode(t, i, appAddrs[i], metricsAddrs[i], prom.URL())
+	}
+	px := haproxy.Start(t, haproxy.Config{Servers: appAddrs})
+	rec := &recorder{t: t, nodes: nodes}
+
+	clients := startClients(t, px.Addr(), rbClients)
+	rec.until(60*time.Second, "every client served and each node's count settled", func() bool {
+		if clients.ready.Load() < rbClients {
+			return false
+		}
+		for _, n := range nodes[:2] {
+			s := n.rb.Status()
+			// Counted catches up with the connections once they have lasted Config.Window.
+			if s.Nodes != 2 || s.State != rebalance.StateBalanced || s.Counted != s.Connections || s.Counted < rbClients/4 {
+				return false
+			}
+		}
+		return true
+	})
+	for _, n := range nodes[:2] {
+		if s := n.rb.Status(); s.Shed != 0 {
+			t.Fatalf("%s shed %d connections before the third node started, want none: %+v", n.name, s.Shed, s)
+		}
+	}
+
+	// Scale out: the third node starts empty; the balancer places only new connections.
+	nodes[2] = startNode(t, 2, appAddrs[2], metricsAddrs[2], prom.URL())
+	start := time.Now()
+	streak := 0
+	rec.until(rbConverge, "every node's share within the threshold of the average", func() bool {
+		if within(rec.last, rbThreshold) {
+			streak++
+		} else {
+			streak = 0
+		}
+		return streak >= 3 // three seconds in a row
+	})
+	t.Logf("converged %.0f s after the third node started", time.Since(start).Seconds())
+
+	// Let the shedding finish (shedding nodes go on down to the average), then stop a node.
+	var before [3]uint64
+	quiet := 0
+	rec.until(30*time.Second, "shedding over", func() bool {
+		changed := false
+		for i, n := range nodes {
+			if s := n.rb.Status().Shed; s != before[i] {
+				before[i], changed = s, true
+			}
+		}
+		if changed || nodes[0].rb.Status().State == rebalance.StateShedding ||
+			nodes[1].rb.Status().State == rebalance.StateShedding {
+			quiet = 0
+			return false
+		}
+		quiet++
+		return quiet >= 3
+	})
+	if f := clients.failures(); len(f) > 0 {
+		t.Fatalf("%d requests failed while rebalancing (first: %s)", len(f), f[0])
+	}
+	if s := nodes[2].rb.Status(); s.Shed != 0 {
+		t.Fatalf("the new node shed %d connections, want 0", s.Shed)
+	}
+
+	nodes[0].stop()
+	sawTwo := map[int]bool{}
+	rec.watch(10*time.Second, func() {
+		for _, i := range []int{1, 2} {
+			if nodes[i].rb.Status().Nodes == 2 {
+				sawTwo[i] = true
+			}
+		}
+	})
+	for _, i := range []int{1, 2} {
+		s := nodes[i].rb.Status()
+		if s.Shed != before[i] {
+			t.Errorf("%s shed %d connections after a node stopped, want none: %+v", nodes[i].name, s.Shed-before[i], s)
+		}
+		if !sawTwo[i] {
+			t.Errorf("%s never saw the cluster shrink to 2 live nodes: %+v", nodes[i].name, s)
+		}
+	}
+	if got := nodes[1].open() + nodes[2].open(); got < rbClients-2 {
+		t.Errorf("the stopped node's clients did not all reconnect: %d of %d connected", got, rbClients)
+	}
+	f := clients.failures()
+	t.Logf("requests: %d served, %d failed, all while the node stopped %q", clients.ok.Load(), len(f), f)
+	clients.stop()
+	rec.write("rebalance")
+}
+
+func testRebalanceOff(t *testing.T) {
+	appAddrs := freeAddrs(t, 3)
+	nodes := make([]*rbNode, 3)
+	for i := range 2 {
+		nodes[i] = startNode(t, i, appAddrs[i], "", "")
+	}
+	px := haproxy.Start(t, haproxy.Config{Servers: appAddrs})
+	rec := &recorder{t: t, nodes: nodes}
+	clients := startClients(t, px.Addr(), rbClients)
+	rec.until(60*time.Second, "every client served", func() bool { return clients.ready.Load() == rbClients })
+
+	nodes[2] = startNode(t, 2, appAddrs[2], "", "")
+	most := 0
+	rec.watch(20*time.Second, func() { most = max(most, rec.last[2]) })
+	if most > rbClients/20 {
+		t.Fatalf("without rebalance the new node held up to %d connections, want it nearly empty (at most %d)", most, rbClients/20)
+	}
+	if within(rec.last, rbThreshold) {
+		t.Fatalf("without rebalance the shares %v came within the threshold: the control proves nothing", rec.last)
+	}
+	if f := clients.failures(); len(f) > 0 {
+		t.Fatalf("%d requests failed (first: %s)", len(f), f[0])
+	}
+	clients.stop()
+	rec.write("control")
+}
+
+// within reports whether every node's count is within threshold of their average.
+func within(counts [3]int, threshold float64) bool {
+	avg := float64(counts[0]+counts[1]+counts[2]) / 3
+	if avg == 0 {
+		return false
+	}
+	for _, c := range counts {
+		if math.Abs(float64(c)-avg)/avg > threshold {
+			return false
+		}
+	}
+	return true
+}
+
+// rbNode is one Fiber node of the cluster: the app behind HAProxy and, with rebalancing, the metrics endpoint
+// Prometheus scrapes.
+type rbNode struct {
+	name    string
+	app     *fiber.App
+	rb      *rebalance.Rebalancer // nil without rebalancing
+	served  chan error
+	metrics *http.Server
+	stopped atomic.Bool
+}
+
+// startNode starts node i on addr. With promURL set it rebalances with the default configuration (but a floor of
+// 10, for a cluster of 120 connections) and exports its metrics on metricsAddr.
+func startNode(t *testing.T, i int, addr, metricsAddr, promURL string) *rbNode {
+	t.Helper()
+	n := &rbNode{name: fmt.Sprintf("node%d", i+1), served: make(chan error, 1)}
+	n.app = fiber.New(fiber.Config{DisableStartupMessage: true})
+	// fasthttp's Date refresher would outlive the test (goleak); its idle-worker cleaner exits this long after
+	// the server stops.
+	n.app.Server().NoDefaultDate = true
+	n.app.Server().MaxIdleWorkerDuration = 100 * time.Millisecond
+	if promURL != "" {
+		reg := prometheus.NewRegistry()
+		n.rb = rebalance.NewRebalancer(rebalance.Config{
+			App:            n.app,
+			PrometheusURL:  promURL,
+			MinConnections: 10,
+			Registerer:     reg,
+		})
+		n.app.Use(n.rb.Handler())
+		n.metrics = serveMetrics(t, metricsAddr, reg)
+	}
+	n.app.Get("/", func(c *fiber.Ctx) error { return c.SendString(n.name) })
+	ln := listen(t, addr)
+	go func() { n.served <- n.app.Listener(ln) }()
+	t.Cleanup(n.stop)
+	return n
+}
+
+// stop shuts the node down gracefully, as a rolling restart does.
+func (n *rbNode) stop() {
+	if n == nil || n.stopped.Swap(true) {
+		return
+	}
+	_ = n.app.ShutdownWithTimeout(10 * time.Second)
+	<-n.served
+	if n.rb != nil {
+		n.rb.Close()
+		_ = n.metrics.Close()
+	}
+}
+
+func (n *rbNode) open() int {
+	if n == nil || n.stopped.Load() {
+		return 0
+	}
+	return max(0, int(n.app.Server().GetOpenConnectionsCount())) // -1 until the server serves
+}
+
+func (n *rbNode) state() string {
+	if n == nil || n.stopped.Load() {
+		return "down"
+	}
+	if n.rb == nil {
+		return "up"
+	}
+	s := n.rb.Status()
+	return fmt.Sprintf("%s/%d", s.State, s.Shed)
+}
+
+func serveMetrics(t *testing.T, addr string, reg *prometheus.Registry) *http.Server {
+	t.Helper()
+	srv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{}), ReadHeaderTimeout: 10 * time.Second}
+	ln := listen(t, addr)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		_ = srv.Serve(ln)
+	}()
+	t.Cleanup(func() {
+		_ = srv.Close()
+		<-done
+	})
+	return srv
+}
+
+// freeAddrs picks n free 127.0.0.1 ports, each kept for one node across its restarts. They come from below the
+// kernel's ephemeral range: a port in it could be taken, while a node is down, as the source port of one of the
+// test's own outgoing connections, and the node could not listen again.
+func freeAddrs(t *testing.T, n int) []string {
+	t.Helper()
+	low := 32768
+	if b, err := os.ReadFile("/proc/sys/net/ipv4/ip_local_port_range"); err == nil {
+		if f := strings.Fields(string(b)); len(f) == 2 {
+			if v, err := strconv.Atoi(f[0]); err == nil {
+				low = v
+			}
+		}
+	}
+	const from = 10000
+	if low <= from+1000 {
+		t.Fatalf("the ephemeral port range starts at %d: no room below it for fixed ports", low)
+	}
+	seen := map[int]bool{}
+	out := make([]string, 0, n)
+	for tries := 0; len(out) < n; tries++ {
+		if tries > 1000 {
+			t.Fatalf("no free port found in [%d, %d)", from, low)
+		}
+		port := from + rand.IntN(low-from)
+		if seen[port] {
+			continue
+		}
+		seen[port] = true
+		addr := "127.0.0.1:" + strconv.Itoa(port)
+		l, err := net.Listen("tcp", addr)
+		if err != nil {
+			continue
+		}
+		l.Close()
+		out = append(out, addr)
+	}
+	return out
+}
+
+// listen binds addr, retrying briefly: a port just released may still be held by a closing listener.
+func listen(t *testing.T, addr string) net.Listener {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		ln, err := net.Listen("tcp", addr)
+		if err == nil {
+			return ln
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("listen %s: %v", addr, err)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// rbClientPool is a set of keep-alive HTTP clients, each with a transport of one connection, requesting in a loop.
+type rbClientPool struct {
+	ready  atomic.Int64 // clients that completed a request
+	ok     atomic.Int64
+	cancel context.CancelFunc
+	wg     sync.WaitGroup
+	mu     sync.Mutex
+	failed []string
+}
+
+func startClients(t *testing.T, addr string, n int) *rbClientPool {
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &rbClientPool{cancel: cancel}
+	for i := range n {
+		p.wg.Add(1)
+		go p.run(ctx, "http://"+addr+"/", i)
+	}
+	t.Cleanup(p.stop)
+	return p
+}
+
+func (p *rbClientPool) run(ctx context.Context, url string, i int) {
+	defer p.wg.Done()
+	tr := &http.Transport{MaxIdleConnsPerHost: 1, MaxConnsPerHost: 1}
+	defer tr.CloseIdleConnections()
+	client := &http.Client{Transport: tr, Timeout: 10 * time.Second}
+	first := true
+	// Stagger the first requests so that the balancer places connections one after another.
+	delay := time.Duration(i) * 5 * time.Millisecond
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-time.After(delay):
+		}
+		err := get(ctx, client, url)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			p.mu.Lock()
+			p.failed = append(p.failed, fmt.Sprintf("%s: %v", time.Now().Format("15:04:05.000"), err))
+			p.mu.Unlock()
+		default:
+			p.ok.Add(1)
+			if first {
+				p.ready.Add(1)
+				first = false
+			}
+		}
+		delay = 200*time.Millisecond + rand.N(100*time.Millisecond)
+	}
+}
+
+func get(ctx context.Context, client *http.Client, url string) error {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(resp.Body)
+	if err != nil {
+		return err
+	}
+	if resp.StatusCode != http.StatusOK || !strings.HasPrefix(string(body), "node") {
+		return fmt.Errorf("status %d, body %q", resp.StatusCode, body)
+	}
+	return nil
+}
+
+func (p *rbClientPool) failures() []string {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	return append([]string(nil), p.failed...)
+}
+
+func (p *rbClientPool) stop() {
+	p.cancel()
+	p.wg.Wait()
+}
+
+// recorder samples each node's open connections once a second and keeps the series for the log and the results.
+type recorder struct {
+	t      *testing.T
+	nodes  []*rbNode
+	start  time.Time
+	last   [3]int
+	sample []string
+}
+
+func (r *recorder) take() {
+	if r.start.IsZero() {
+		r.start = time.Now()
+	}
+	var states [3]string
+	for i, n := range r.nodes {
+		r.last[i], states[i] = n.open(), n.state()
+	}
+	line := fmt.Sprintf("| %3.0f | %3d | %3d | %3d | %s | %s | %s |", time.Since(r.start).Seconds(),
+		r.last[0], r.last[1], r.last[2], states[0], states[1], states[2])
+	r.sample = append(r.sample, line)
+	r.t.Log(line)
+}
+
+// until samples every second until cond holds, failing the test after d.
+func (r *recorder) until(d time.Duration, what string, cond func() bool) {
+	r.t.Helper()
+	deadline := time.Now().Add(d)
+	for {
+		r.take()
+		if cond() {
+			return
+		}
+		if time.Now().After(deadline) {
+			r.t.Fatalf("not reached within %s: %s (last counts %v)", d, what, r.last)
+		}
+		time.Sleep(time.Second)
+	}
+}
+
+// watch samples every second for d, calling each after every sample.
+func (r *recorder) watch(d time.Duration, each func()) {
+	end := time.Now().Add(d)
+	for time.Now().Before(end) {
+		r.take()
+		each()
+		time.Sleep(time.Second)
+	}
+}
+
+// write appends the series to the file named by FIBERGUARD_REBALANCE_RECORD, when set.
+func (r *recorder) write(name string) {
+	path := os.Getenv("FIBERGUARD_REBALANCE_RECORD")
+	if path == "" {
+		return
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n%s\n\n| s | node1 | node2 | node3 | node1 state/shed | node2 state/shed | node3 state/shed |\n", name)
+	b.WriteString("|---|---|---|---|---|---|---|\n")
+	for _, l := range r.sample {
+		b.WriteString(l + "\n")
+	}
+	f, err := os.OpenFile(path, os.O_APPEND|os.O_CREATE|os.O_WRONLY, 0o644)
+	if err != nil {
+		r.t.Errorf("record: %v", err)
+		return
+	}
+	defer f.Close()
+	_, _ = f.WriteString(b.String())
+}

@@ -1,0 +1,53 @@
+package main
+
+import (
+	"fmt"
+
+	"github.com/fiberguard/fiberguard/loadshed/rebalance"
+	"github.com/gofiber/fiber/v2"
+)
+
+// The rebalance feature: when this gateway runs as one node of a cluster behind a load balancer, it hands
+// keep-alive connections back to the balancer while it holds more than its share. It needs the Prometheus that
+// scrapes every node's /metrics, so it is off unless one is given:
+//
+//	FIBERGUARD_PROMETHEUS_URL=http://127.0.0.1:9090   enable, reading the cluster average there
+//	FIBERGUARD_REBALANCE_QUERY='...'                  PromQL instead of rebalance.DefaultQuery
+func init() {
+	register(feature{name: "rebalance", order: 20, setup: setupRebalance})
+}
+
+// rebalanceStatus is the feature's part of /status.
+type rebalanceStatus struct {
+	Enabled bool   `json:"enabled"`
+	Reason  string `json:"reason,omitempty"`
+	*rebalance.Status
+}
+
+func setupRebalance(app *fiber.App, e env) (status func() any, stop func(), err error) {
+	url := e.getenv("FIBERGUARD_PROMETHEUS_URL")
+	if url == "" {
+		off := rebalanceStatus{Reason: "set FIBERGUARD_PROMETHEUS_URL to the Prometheus that scrapes every node"}
+		return func() any { return off }, nil, nil
+	}
+	defer func() {
+		// An invalid configuration panics naming the field; the gateway reports it as a setup error.
+		if p := recover(); p != nil {
+			err = fmt.Errorf("%v", p)
+		}
+	}()
+	r := rebalance.NewRebalancer(rebalance.Config{
+		// Scrapes and status checks are not client traffic worth moving.
+		Next:          func(c *fiber.Ctx) bool { return c.Path() == "/metrics" || c.Path() == "/status" },
+		App:           app,
+		PrometheusURL: url,
+		Query:         e.getenv("FIBERGUARD_REBALANCE_QUERY"),
+		Registerer:    e.registry,
+	})
+	app.Use(r.Handler())
+	status = func() any {
+		s := r.Status()
+		return rebalanceStatus{Enabled: true, Status: &s}
+	}
+	return status, func() { _ = r.Close() }, nil
+}

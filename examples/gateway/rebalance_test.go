@@ -1,0 +1,76 @@
+package main
+
+import (
+	"encoding/json"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+func rebalanceStatusOf(t *testing.T, g *gateway) map[string]any {
+	t.Helper()
+	code, body := fetch(t, g, "/status")
+	if code != 200 {
+		t.Fatalf("/status: %d %s", code, body)
+	}
+	var status map[string]map[string]any
+	if err := json.Unmarshal([]byte(body), &status); err != nil {
+		t.Fatalf("/status is not JSON: %v\n%s", err, body)
+	}
+	return status["rebalance"]
+}
+
+func TestRebalanceOffWithoutPrometheus(t *testing.T) {
+	st := rebalanceStatusOf(t, newTestGateway(t, nil))
+	if len(st) != 2 || st["enabled"] != false || !strings.Contains(st["reason"].(string), "FIBERGUARD_PROMETHEUS_URL") {
+		t.Fatalf("rebalance status %v, want disabled with the reason", st)
+	}
+}
+
+func TestRebalanceShowsTheClusterOnStatus(t *testing.T) {
+	// Prometheus' query API answering three live nodes with 10, 20 and 30 open connections.
+	prom := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		_, _ = w.Write([]byte(`{"status":"success","data":{"resultType":"vector","result":[` +
+			`{"metric":{"instance":"a"},"value":[1700000000,"10"]},` +
+			`{"metric":{"instance":"b"},"value":[1700000000,"20"]},` +
+			`{"metric":{"instance":"c"},"value":[1700000000,"30"]}]}}`))
+	}))
+	defer prom.Close()
+
+	g := newTestGateway(t, map[string]string{"FIBERGUARD_PROMETHEUS_URL": prom.URL})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		st := rebalanceStatusOf(t, g)
+		if st["state"] != "starting" {
+			// This gateway serves no connection: far below the floor of 50.
+			if st["enabled"] != true || st["average"] != 20.0 || st["nodes"] != 3.0 || st["state"] != "below_floor" {
+				t.Fatalf("rebalance status %v, want enabled, average 20 over 3 nodes, below_floor", st)
+			}
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("rebalance never compared itself with the cluster: %v", st)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if code, body := fetch(t, g, "/metrics"); code != 200 || !strings.Contains(body, "fiberguard_rebalance_open_connections 0") {
+		t.Fatalf("/metrics lacks the open connections the cluster average is read from:\n%s", body)
+	}
+}
+
+func TestRebalanceBadURLFailsSetup(t *testing.T) {
+	_, err := newGateway(env{registry: prometheus.NewRegistry(), getenv: func(k string) string {
+		if k == "FIBERGUARD_PROMETHEUS_URL" {
+			return "prometheus:9090"
+		}
+		return ""
+	}})
+	if err == nil || !strings.Contains(err.Error(), "Config.PrometheusURL") {
+		t.Fatalf("error %v, want one naming Config.PrometheusURL", err)
+	}
+}

@@ -1,0 +1,61 @@
+package upstreampick
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// listeners opens n listeners on 127.0.0.1 that accept and close connections, for health dials to succeed.
+func listeners(b *testing.B, n int) []string {
+	b.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+		b.Cleanup(func() { _ = ln.Close() })
+		addrs[i] = ln.Addr().String()
+	}
+	return addrs
+}
+
+func BenchmarkPick(b *testing.B) {
+	for _, mode := range []Mode{ModeLatency, ModeLeastPending, ModeRandom} {
+		for _, n := range []int{3, 64} {
+			b.Run(fmt.Sprintf("%v/%d", mode, n), func(b *testing.B) {
+				p := New(Config{
+					Servers:        listeners(b, n),
+					Mode:           mode,
+					HealthInterval: time.Hour,
+					Registerer:     prometheus.NewRegistry(),
+				})
+				defer func() { _ = p.Close() }()
+				deadline := time.Now().Add(10 * time.Second)
+				for !allSampled(p) && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if _, ok := p.Pick(); !ok {
+						b.Fatal("nothing pickable")
+					}
+				}
+			})
+		}
+	}
+}

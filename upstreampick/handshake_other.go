@@ -1,0 +1,11 @@
+//go:build !linux
+
+package upstreampick
+
+import (
+	"net"
+	"time"
+)
+
+// handshakeRTT has no kernel timing outside Linux: the wall-clock connect time is used.
+func handshakeRTT(net.Conn) (time.Duration, bool) { return 0, false }

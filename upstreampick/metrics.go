@@ -1,0 +1,79 @@
+package upstreampick
+
+import (
+	"errors"
+
+	"github.com/gofiber/fiber/v2/log"
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// collector exports a Picker's per-upstream state. It reads the state when scraped, so the request path
+// touches no metric, and a removed upstream's series disappear with it. Label values are configured servers.
+type collector struct {
+	p   *Picker
+	reg prometheus.Registerer
+
+	rtt, tier, healthy, draining, picks *prometheus.Desc
+}
+
+// registerCollector registers p's metrics on reg, labelled picker=name. A duplicate registration (the same
+// name on the same registry) is logged and skipped (nil result).
+func registerCollector(p *Picker, reg prometheus.Registerer, name string) *collector {
+	desc := func(metric, help string) *prometheus.Desc {
+		return prometheus.NewDesc("fiberguard_upstreampick_"+metric, help, []string{"upstream"},
+			prometheus.Labels{"picker": name})
+	}
+	c := &collector{
+		p:   p,
+		reg: reg,
+		rtt: desc("rtt_seconds", "Connect-time average of the upstream (EWMA of health dials)."),
+		tier: desc("tier",
+			"Latency tier of the upstream, 0 being the nearest; -1 until its first connect-time sample."),
+		healthy:  desc("healthy", "1 when the upstream is healthy, 0 after two consecutive connection failures."),
+		draining: desc("draining", "1 while the upstream, removed from the server list, drains."),
+		picks:    desc("picks_total", "Requests sent to the upstream."),
+	}
+	if err := reg.Register(c); err != nil {
+		var are prometheus.AlreadyRegisteredError
+		if errors.As(err, &are) {
+			log.Warnf("upstreampick: metrics of picker %q already registered on this registry (set Config.Name to tell "+
+				"Pickers apart); this one exports none", name)
+		} else {
+			log.Warnf("upstreampick: metrics not registered: %v", err)
+		}
+		return nil
+	}
+	return c
+}
+
+func (c *collector) unregister() { c.reg.Unregister(c) }
+
+// Describe implements prometheus.Collector.
+func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.rtt
+	ch <- c.tier
+	ch <- c.healthy
+	ch <- c.draining
+	ch <- c.picks
+}
+
+// Collect implements prometheus.Collector.
+func (c *collector) Collect(ch chan<- prometheus.Metric) {
+	b2f := func(b bool) float64 {
+		if b {
+			return 1
+		}
+		return 0
+	}
+	c.p.mu.Lock()
+	defer c.p.mu.Unlock()
+	for _, u := range c.p.ups {
+		if u.rtt.sampled {
+			ch <- prometheus.MustNewConstMetric(c.rtt, prometheus.GaugeValue, u.rtt.avg.Seconds(), u.server)
+		}
+		ch <- prometheus.MustNewConstMetric(c.tier, prometheus.GaugeValue, float64(u.tier), u.server)
+		ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, b2f(!u.unhealthy.Load()), u.server)
+		ch <- prometheus.MustNewConstMetric(c.draining, prometheus.GaugeValue, b2f(u.draining), u.server)
+		ch <- prometheus.MustNewConstMetric(c.picks, prometheus.CounterValue, float64(u.picks.Load()), u.server)
+	}
+}

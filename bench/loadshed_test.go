@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/fiberguard/fiberguard/loadshed"
-	"github.com/go-kratos/aegis/ratelimit"
 	"github.com/go-kratos/aegis/ratelimit/bbr"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/limiter"
@@ -25,19 +24,6 @@ func shedderAt(b *testing.B, load float64) fiber.Handler {
 	s := loadshed.NewShedder(loadshed.Config{Signal: sig, Smoothing: 1, DisableMetrics: true})
 	b.Cleanup(func() { _ = s.Close() })
 	return s.Handler()
-}
-
-// bbrMiddleware is the usual Fiber wrapping of go-kratos/aegis's BBR limiter.
-func bbrMiddleware(l *bbr.BBR) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		done, err := l.Allow()
-		if err != nil {
-			return c.SendStatus(fiber.StatusServiceUnavailable)
-		}
-		err = c.Next()
-		done(ratelimit.DoneInfo{Err: err})
-		return err
-	}
 }
 
 // serve runs GET / through an app with the given middleware, b.N times, and checks the final status.
@@ -80,6 +66,6 @@ func BenchmarkShedders(b *testing.B) {
 	})
 	b.Run("aegis_bbr_accept", func(b *testing.B) {
 		// A threshold above 100% CPU: BBR admits everything, so this is its accept path.
-		serve(b, 200, bbrMiddleware(bbr.NewLimiter(bbr.WithCPUThreshold(1001))))
+		serve(b, 200, BBRMiddleware(bbr.NewLimiter(bbr.WithCPUThreshold(1001))))
 	})
 }

@@ -26,8 +26,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/fiberguard/fiberguard/bench"
 	"github.com/fiberguard/fiberguard/loadshed"
-	"github.com/go-kratos/aegis/ratelimit"
 	"github.com/go-kratos/aegis/ratelimit/bbr"
 	"github.com/gofiber/fiber/v2"
 	vegeta "github.com/tsenart/vegeta/v12/lib"
@@ -92,16 +92,7 @@ func runApp(mode, addr string, cfg loadshed.Config) {
 		app.Get("/stats", func(c *fiber.Ctx) error { return c.JSON(s.Stats()) })
 	}
 	if mode == "bbr" {
-		l := bbr.NewLimiter()
-		app.Use(func(c *fiber.Ctx) error {
-			done, err := l.Allow()
-			if err != nil {
-				return c.SendStatus(fiber.StatusServiceUnavailable)
-			}
-			err = c.Next()
-			done(ratelimit.DoneInfo{Err: err})
-			return err
-		})
+		app.Use(bench.BBRMiddleware(bbr.NewLimiter()))
 	}
 	app.Get("/work", func(c *fiber.Ctx) error {
 		sum := burn(iterations)

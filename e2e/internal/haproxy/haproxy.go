@@ -67,7 +67,7 @@ func Start(t testing.TB, cfg Config) *Proxy {
 	var lastErr error
 	// A port picked by listening and closing can be taken before HAProxy binds it: retry rather than flake.
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
+		port, err := itest.FreePort()
 		if err != nil {
 			t.Fatalf("haproxy: pick a port: %v", err)
 		}
@@ -175,13 +175,4 @@ backend nodes
 		fmt.Fprintf(&b, "    server node%d %s\n", i+1, s)
 	}
 	return b.String()
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }

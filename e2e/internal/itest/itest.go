@@ -6,6 +6,7 @@
 package itest
 
 import (
+	"net"
 	"os"
 	"os/exec"
 	"testing"
@@ -38,4 +39,14 @@ func RequireBinary(t testing.TB, name string) string {
 func RequireRoot(t testing.TB) {
 	t.Helper()
 	Require(t, os.Geteuid() == 0, "needs root")
+}
+
+// FreePort returns a TCP port on 127.0.0.1 that was free a moment ago, for a server started as another process.
+func FreePort() (int, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return 0, err
+	}
+	defer l.Close()
+	return l.Addr().(*net.TCPAddr).Port, nil
 }

@@ -13,7 +13,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net"
 	"net/http"
 	"os"
 	"os/exec"
@@ -68,7 +67,7 @@ func Start(t testing.TB, cfg Config) *Server {
 	// times on a start failure rather than flake.
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := freePort()
+		port, err := itest.FreePort()
 		if err != nil {
 			t.Fatalf("promserver: pick a port: %v", err)
 		}
@@ -241,15 +240,6 @@ func promDuration(d time.Duration) string {
 		ms = 1
 	}
 	return strconv.FormatInt(ms, 10) + "ms"
-}
-
-func freePort() (int, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return 0, err
-	}
-	defer l.Close()
-	return l.Addr().(*net.TCPAddr).Port, nil
 }
 
 // syncBuffer collects the process output; exec copies stdout and stderr from separate goroutines.

@@ -3,6 +3,7 @@ MODULES := $(shell .github/scripts/modules.sh)
 GOTEST_FLAGS ?= -race -count=1 -timeout 30m
 
 STATICCHECK ?= $(shell command -v staticcheck || echo $(shell go env GOPATH)/bin/staticcheck)
+GOLANGCI_LINT ?= $(shell command -v golangci-lint || echo $(shell go env GOPATH)/bin/golangci-lint)
 
 .PHONY: test vet lint fmt-check bench demo
 
@@ -19,9 +20,14 @@ vet:
 	go vet $$(go list -f '{{.Dir}}/...' -m)
 	@set -e; for m in $(MODULES); do (cd $$m && GOWORK=off go vet ./...); done
 
-## lint: staticcheck over every module (go install honnef.co/go/tools/cmd/staticcheck@v0.8.2)
+## lint: staticcheck over the workspace, then golangci-lint per module as the Lint workflow runs it
+## (go install honnef.co/go/tools/cmd/staticcheck@v0.8.2 github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0)
 lint:
 	$(STATICCHECK) $$(go list -f '{{.Dir}}/...' -m)
+	@set -e; for m in $(MODULES); do \
+		echo "=== golangci-lint $$m"; \
+		(cd $$m && GOWORK=off $(GOLANGCI_LINT) run --config=$(CURDIR)/.golangci.yml ./...); \
+	done
 
 ## fmt-check: fail when a file is not gofmt-clean
 fmt-check:

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"testing"
 
@@ -54,7 +55,7 @@ func newBackpressure(window int) *proxymw.Backpressure {
 func backpressureMiddleware(bp *proxymw.Backpressure) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if err := bp.Next(proxyRequest{c}); err != nil {
-			if err == proxymw.ErrBackpressureBackoff {
+			if errors.Is(err, proxymw.ErrBackpressureBackoff) {
 				return c.SendStatus(fiber.StatusServiceUnavailable)
 			}
 			return err

@@ -236,7 +236,7 @@ func upstreamPickAttempt(t *testing.T, env upEnv, attempt int) (upResult, map[st
 			return err
 		case <-time.After(10 * time.Second):
 			_ = delay.Process.Kill()
-			return fmt.Errorf("delay lines did not stop: %v", <-delayDone)
+			return fmt.Errorf("delay lines did not stop: %w", <-delayDone)
 		}
 	})
 	defer func() { _ = stopDelay() }()

@@ -43,14 +43,14 @@ type Signal struct {
 type Verdict uint8
 
 const (
-	// VerdictNoData: the query succeeded and returned nothing usable: an empty vector (the series is missing or
+	// VerdictNoData means the query succeeded and returned nothing usable: an empty vector (the series is missing or
 	// a filter such as `x > 0.5` dropped it) or only NaN values. Not firing.
 	VerdictNoData Verdict = iota
-	// VerdictFalse: the query returned samples and all of them are 0 (`x > bool 0.5` when false). Not firing.
+	// VerdictFalse means the query returned samples and all of them are 0 (`x > bool 0.5` when false). Not firing.
 	VerdictFalse
-	// VerdictFiring: at least one non-zero sample or a non-zero scalar.
+	// VerdictFiring means at least one non-zero sample or a non-zero scalar.
 	VerdictFiring
-	// VerdictError: the evaluation failed (transport, HTTP status, bad body, timeout, or a result type that
+	// VerdictError means the evaluation failed (transport, HTTP status, bad body, timeout, or a result type that
 	// cannot be a signal). The signal's previous state is kept for Config.Staleness.
 	VerdictError
 )

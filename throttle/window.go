@@ -48,14 +48,14 @@ type Window struct {
 	min, max uint64
 }
 
-// NewWindow returns a window of size min that stays within [min, max]. It panics unless
-// 1 <= min <= max <= MaxWindow.
-func NewWindow(min, max int) *Window {
-	if min < 1 || max < min || max > MaxWindow {
+// NewWindow returns a window of size lo that stays within [lo, hi]. It panics unless
+// 1 <= lo <= hi <= MaxWindow.
+func NewWindow(lo, hi int) *Window {
+	if lo < 1 || hi < lo || hi > MaxWindow {
 		panic("throttle: NewWindow needs 1 <= min <= max <= MaxWindow")
 	}
-	w := &Window{min: uint64(min), max: uint64(max)}
-	w.state.Store(pack(0, 0, uint64(min), false))
+	w := &Window{min: uint64(lo), max: uint64(hi)}
+	w.state.Store(pack(0, 0, uint64(lo), false))
 	return w
 }
 

@@ -239,8 +239,8 @@ func TestNewWindowPanics(t *testing.T) {
 // TestWindowConcurrentNeverExceeds hammers the window from many goroutines while another one backs it off:
 // the number of holders never exceeds the largest window, every slot comes back, and the window stays in bounds.
 func TestWindowConcurrentNeverExceeds(t *testing.T) {
-	const min, max = 2, 16
-	w := NewWindow(min, max)
+	const lo, hi = 2, 16
+	w := NewWindow(lo, hi)
 	var holders, peak atomic.Int64
 	var workers, backoff sync.WaitGroup
 	stop := make(chan struct{})
@@ -272,8 +272,8 @@ func TestWindowConcurrentNeverExceeds(t *testing.T) {
 						break
 					}
 				}
-				if s := w.Size(); s < min || s > max {
-					t.Errorf("window %d out of [%d, %d]", s, min, max)
+				if s := w.Size(); s < lo || s > hi {
+					t.Errorf("window %d out of [%d, %d]", s, lo, hi)
 				}
 				holders.Add(-1)
 				w.Release()
@@ -283,8 +283,8 @@ func TestWindowConcurrentNeverExceeds(t *testing.T) {
 	workers.Wait()
 	close(stop)
 	backoff.Wait()
-	if p := peak.Load(); p > max {
-		t.Fatalf("peak holders %d exceed the largest window %d", p, max)
+	if p := peak.Load(); p > hi {
+		t.Fatalf("peak holders %d exceed the largest window %d", p, hi)
 	}
 	if w.InFlight() != 0 {
 		t.Fatalf("in flight %d after every slot was released", w.InFlight())

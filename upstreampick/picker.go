@@ -107,11 +107,11 @@ func index(r uint64, n int) int {
 // pending reports an item's requests in flight and is called only in ModeLeastPending.
 func (s *pickSet[T]) pick(r uint64, pending func(T) int) (T, bool) {
 	n := len(s.items)
-	switch {
-	case n == 0:
+	switch n {
+	case 0:
 		var zero T
 		return zero, false
-	case n == 1:
+	case 1:
 		return s.items[0], true
 	}
 	i := index(r, n)

@@ -148,7 +148,7 @@ func TestLadder(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			got := ladder(tt.cs, tt.mode)
-			if !slices.EqualFunc(got, tt.want, func(a, b []int) bool { return slices.Equal(a, b) }) {
+			if !slices.EqualFunc(got, tt.want, slices.Equal) {
 				t.Fatalf("ladder %v, want %v", got, tt.want)
 			}
 		})

@@ -92,7 +92,7 @@ func TestPromQLSource(t *testing.T) {
 			switch {
 			case tt.err == nil && err != nil:
 				t.Fatalf("error %v", err)
-			case tt.err == errNotNil && err == nil, tt.err != nil && tt.err != errNotNil && !errors.Is(err, tt.err):
+			case errors.Is(tt.err, errNotNil) && err == nil, tt.err != nil && !errors.Is(tt.err, errNotNil) && !errors.Is(err, tt.err):
 				t.Fatalf("error %v, want %v", err, tt.err)
 			case tt.err == nil && (r.Average != tt.average || r.Nodes != tt.nodes || r.At.Before(before)):
 				t.Fatalf("reading %+v, want average %v over %d nodes taken now", r, tt.average, tt.nodes)

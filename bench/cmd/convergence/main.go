@@ -219,7 +219,7 @@ func attack(name string, b *backend, th *throttle.Throttler, p params, rate floa
 	if err != nil {
 		return nil, err
 	}
-	defer app.Shutdown()
+	defer func() { _ = app.Shutdown() }()
 
 	out := &outcome{name: name, duration: d}
 	start := time.Now()

@@ -87,7 +87,7 @@ func runApp(mode, addr string, cfg loadshed.Config) {
 	if mode == "loadshed" {
 		cfg.Next = func(c *fiber.Ctx) bool { return c.Path() == "/healthz" }
 		s := loadshed.NewShedder(cfg)
-		defer s.Close()
+		defer func() { _ = s.Close() }()
 		app.Use(s.Handler())
 		app.Get("/stats", func(c *fiber.Ctx) error { return c.JSON(s.Stats()) })
 	}
@@ -99,7 +99,7 @@ func runApp(mode, addr string, cfg loadshed.Config) {
 		return c.Send(sum[:4])
 	})
 	if err := app.Listen(addr); err != nil {
-		log.Fatal(err)
+		log.Print(err) // the driver kills this process; a listen error shows in its log
 	}
 }
 
@@ -226,13 +226,13 @@ func attack(base string, rate float64, d time.Duration) outcome {
 	end := time.Now().Add(d)
 	for res := range atk.Attack(tr, vegeta.ConstantPacer{Freq: int(rate), Per: time.Second}, d, "overload") {
 		total++
-		switch {
-		case res.Code == 200:
+		switch res.Code {
+		case 200:
 			ok = append(ok, res.Latency)
 			if !res.End().After(end) {
 				inWindow++ // goodput counts work finished while the load was offered, not the backlog after it
 			}
-		case res.Code == 503:
+		case 503:
 			shed++
 		default:
 			failed++

@@ -26,7 +26,7 @@ lint:
 	$(STATICCHECK) $$(go list -f '{{.Dir}}/...' -m)
 	@set -e; for m in $(MODULES); do \
 		echo "=== golangci-lint $$m"; \
-		(cd $$m && GOWORK=off $(GOLANGCI_LINT) run --config=$(CURDIR)/.golangci.yml ./...); \
+		(cd $$m && GOWORK=off $(GOLANGCI_LINT) run --allow-parallel-runners --config=$(CURDIR)/.golangci.yml ./...); \
 	done
 
 ## fmt-check: fail when a file is not gofmt-clean

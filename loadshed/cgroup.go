@@ -112,35 +112,71 @@ func parseProcCgroup(data []byte) procCgroups {
 
 // v1Dir returns the directory of the process's group for a v1 controller, or "" when it is not mounted.
 func v1Dir(mounts []mount, pc procCgroups, controller string) string {
+	dir, _ := v1Group(mounts, pc, controller)
+	return dir
+}
+
+// v1Group returns the directory of the process's group for a v1 controller and the mount point above it.
+func v1Group(mounts []mount, pc procCgroups, controller string) (dir, top string) {
 	group, ok := pc.v1[controller]
 	if !ok {
-		return ""
+		return "", ""
 	}
 	for _, m := range mounts {
 		if m.fstype != "cgroup" || !hasOpt(m.opts, controller) {
 			continue
 		}
 		if dir, ok := groupDir(m, group); ok {
-			return dir
+			return dir, m.point
 		}
 	}
-	return ""
+	return "", ""
 }
 
 // v2Dir returns the directory of the process's unified group, or "" when cgroup2 is not mounted.
 func v2Dir(mounts []mount, pc procCgroups) string {
+	dir, _ := v2Group(mounts, pc)
+	return dir
+}
+
+// v2Group returns the directory of the process's unified group and the mount point above it.
+func v2Group(mounts []mount, pc procCgroups) (dir, top string) {
 	if !pc.hasV2 {
-		return ""
+		return "", ""
 	}
 	for _, m := range mounts {
 		if m.fstype != "cgroup2" {
 			continue
 		}
 		if dir, ok := groupDir(m, pc.v2); ok {
-			return dir
+			return dir, m.point
 		}
 	}
-	return ""
+	return "", ""
+}
+
+// groupLimit returns the tightest CPU limit of a group and its ancestors up to the mount point, and the
+// directory that sets it: a limit on a parent (a Kubernetes pod, a systemd slice) binds its children too. The
+// group's own limit must be readable; an ancestor's may be missing (the root holds none).
+func groupLimit(dir, top string, read func(dir string) (float64, error)) (float64, string, error) {
+	best, where := math.Inf(1), ""
+	q, err := read(dir)
+	switch {
+	case err == nil:
+		best, where = q, dir
+	case !errors.Is(err, errUnlimited):
+		return 0, "", err
+	}
+	for d := dir; d != top && len(d) > len(top); {
+		d = path.Dir(d)
+		if q, err := read(d); err == nil && q < best {
+			best, where = q, d
+		}
+	}
+	if where == "" {
+		return 0, "", errUnlimited
+	}
+	return best, where, nil
 }
 
 // groupDir maps a group path to a directory below a mount whose root is part of the hierarchy: a container that

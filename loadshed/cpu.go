@@ -142,12 +142,12 @@ func detectCPU(fs hostFS, override float64, hostN int, host func() (time.Duratio
 
 	var usage func() (time.Duration, error)
 	var source string
-	if dir := v1Dir(mounts, pc, "cpu"); dir != "" {
-		q, err := readCFSQuota(fs, dir)
+	if dir, top := v1Group(mounts, pc, "cpu"); dir != "" {
+		q, where, err := groupLimit(dir, top, func(d string) (float64, error) { return readCFSQuota(fs, d) })
 		switch {
 		case err == nil:
 			limit = math.Min(limit, q)
-			notes = append(notes, fmt.Sprintf("cgroup v1 quota %.3g CPUs in %s", q, dir))
+			notes = append(notes, fmt.Sprintf("cgroup v1 quota %.3g CPUs in %s", q, where))
 		case errors.Is(err, errUnlimited):
 			notes = append(notes, "cgroup v1 sets no quota in "+dir)
 		default:
@@ -162,16 +162,21 @@ func detectCPU(fs hostFS, override float64, hostN int, host func() (time.Duratio
 			return fallback("cgroup v1 usage unreadable: " + err.Error())
 		}
 		usage, source = func() (time.Duration, error) { return readUsage(fs, file, parseCpuacctUsage) }, "cgroup v1"
-	} else if dir := v2Dir(mounts, pc); dir != "" {
-		data, err := fs.read(dir + "/cpu.max")
-		if err != nil {
+	} else if dir, top := v2Group(mounts, pc); dir != "" {
+		if _, err := fs.read(dir + "/cpu.max"); err != nil {
 			return fallback("cgroup v2 without the cpu controller: " + err.Error())
 		}
-		q, err := parseCPUMax(data)
+		q, where, err := groupLimit(dir, top, func(d string) (float64, error) {
+			data, err := fs.read(d + "/cpu.max")
+			if err != nil {
+				return 0, err
+			}
+			return parseCPUMax(data)
+		})
 		switch {
 		case err == nil:
 			limit = math.Min(limit, q)
-			notes = append(notes, fmt.Sprintf("cgroup v2 cpu.max %.3g CPUs in %s", q, dir))
+			notes = append(notes, fmt.Sprintf("cgroup v2 cpu.max %.3g CPUs in %s", q, where))
 		case errors.Is(err, errUnlimited):
 			notes = append(notes, "cgroup v2 cpu.max is max in "+dir)
 		default:

@@ -1,9 +1,9 @@
 package loadshed
 
 import (
-	"errors"
+	"fmt"
 
-	"github.com/gofiber/fiber/v2/log"
+	"github.com/fiberguard/fiberguard/loadshed/internal/metricsreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -36,13 +36,7 @@ func registerMetrics(reg prometheus.Registerer, name string, s *Shedder) *metric
 		dryRun: prometheus.NewDesc("fiberguard_loadshed_dry_run",
 			"1 when the shedder only counts its decisions.", nil, labels),
 	}
-	if err := reg.Register(m); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			log.Warnf("loadshed: metrics for shedder %q already registered; set Config.Name to tell instances apart", name)
-		} else {
-			log.Warnf("loadshed: metrics not registered: %v", err)
-		}
+	if !metricsreg.Register(reg, m, fmt.Sprintf("loadshed %q", name), "set Config.Name to tell instances apart") {
 		return nil
 	}
 	return m

@@ -1,10 +1,9 @@
 package rebalance
 
 import (
-	"errors"
 	"math"
 
-	"github.com/gofiber/fiber/v2/log"
+	"github.com/fiberguard/fiberguard/loadshed/internal/metricsreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -40,13 +39,7 @@ func registerMetrics(reg prometheus.Registerer, r *Rebalancer) *metrics {
 		errors: prometheus.NewDesc("fiberguard_rebalance_source_errors_total",
 			"Failed readings of the cluster average.", nil, nil),
 	}
-	if err := reg.Register(m); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			log.Warnf("rebalance: metrics already registered by another instance; this one's are not exported")
-		} else {
-			log.Warnf("rebalance: metrics not registered: %v", err)
-		}
+	if !metricsreg.Register(reg, m, "rebalance", "this instance's metrics are not exported") {
 		return nil
 	}
 	return m

@@ -110,14 +110,9 @@ func parseProcCgroup(data []byte) procCgroups {
 	return pc
 }
 
-// v1Dir returns the directory of the process's group for a v1 controller, or "" when it is not mounted.
-func v1Dir(mounts []mount, pc procCgroups, controller string) string {
-	dir, _ := v1Group(mounts, pc, controller)
-	return dir
-}
-
-// v1Group returns the directory of the process's group for a v1 controller and the mount point above it.
-func v1Group(mounts []mount, pc procCgroups, controller string) (dir, top string) {
+// v1Dir returns the directory of the process's group for a v1 controller and the mount point above it, or ""
+// when the controller is not mounted.
+func v1Dir(mounts []mount, pc procCgroups, controller string) (dir, top string) {
 	group, ok := pc.v1[controller]
 	if !ok {
 		return "", ""
@@ -133,14 +128,9 @@ func v1Group(mounts []mount, pc procCgroups, controller string) (dir, top string
 	return "", ""
 }
 
-// v2Dir returns the directory of the process's unified group, or "" when cgroup2 is not mounted.
-func v2Dir(mounts []mount, pc procCgroups) string {
-	dir, _ := v2Group(mounts, pc)
-	return dir
-}
-
-// v2Group returns the directory of the process's unified group and the mount point above it.
-func v2Group(mounts []mount, pc procCgroups) (dir, top string) {
+// v2Dir returns the directory of the process's unified group and the mount point above it, or "" when cgroup2
+// is not mounted.
+func v2Dir(mounts []mount, pc procCgroups) (dir, top string) {
 	if !pc.hasV2 {
 		return "", ""
 	}

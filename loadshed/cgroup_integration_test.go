@@ -85,7 +85,9 @@ func TestRealCgroupLimit(t *testing.T) {
 	name := fmt.Sprintf("fiberguard-loadshed-test-%d", os.Getpid())
 	var dirs []string // groups the child must join
 	var limit func() error
-	if cpuDir, acctDir := v1Dir(mounts, pc, "cpu"), v1Dir(mounts, pc, "cpuacct"); cpuDir != "" && acctDir != "" {
+	cpuDir, _ := v1Dir(mounts, pc, "cpu")
+	acctDir, _ := v1Dir(mounts, pc, "cpuacct")
+	if cpuDir != "" && acctDir != "" {
 		cpuGroup, acctGroup := filepath.Join(cpuDir, name), filepath.Join(acctDir, name)
 		dirs = uniq(cpuGroup, acctGroup)
 		limit = func() error {

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"os"
 	"runtime"
 	"strings"
 	"sync"
@@ -140,65 +141,61 @@ func detectCPU(fs hostFS, override float64, hostN int, host func() (time.Duratio
 		notes = append(notes, fmt.Sprintf("cpuset allows %d CPUs", n))
 	}
 
-	var usage func() (time.Duration, error)
-	var source string
-	if dir, top := v1Group(mounts, pc, "cpu"); dir != "" {
-		q, where, err := groupLimit(dir, top, func(d string) (float64, error) { return readCFSQuota(fs, d) })
-		switch {
-		case err == nil:
-			limit = math.Min(limit, q)
-			notes = append(notes, fmt.Sprintf("cgroup v1 quota %.3g CPUs in %s", q, where))
-		case errors.Is(err, errUnlimited):
-			notes = append(notes, "cgroup v1 sets no quota in "+dir)
-		default:
-			return fallback("cgroup v1 quota unreadable: " + err.Error())
-		}
-		acct := v1Dir(mounts, pc, "cpuacct")
+	// The group's CPU controller: where its limit and its usage are read.
+	var g struct {
+		source, limitName string // "cgroup v1", "quota"
+		dir, top          string // the group and the mount point above it
+		readLimit         func(dir string) (float64, error)
+		usageFile         string
+		parseUsage        func([]byte) (time.Duration, error)
+	}
+	if dir, top := v1Dir(mounts, pc, "cpu"); dir != "" {
+		acct, _ := v1Dir(mounts, pc, "cpuacct")
 		if acct == "" {
 			return fallback("cgroup v1 cpuacct controller not mounted")
 		}
-		file := acct + "/cpuacct.usage"
-		if _, err := readUsage(fs, file, parseCpuacctUsage); err != nil {
-			return fallback("cgroup v1 usage unreadable: " + err.Error())
-		}
-		usage, source = func() (time.Duration, error) { return readUsage(fs, file, parseCpuacctUsage) }, "cgroup v1"
-	} else if dir, top := v2Group(mounts, pc); dir != "" {
-		if _, err := fs.read(dir + "/cpu.max"); err != nil {
-			return fallback("cgroup v2 without the cpu controller: " + err.Error())
-		}
-		q, where, err := groupLimit(dir, top, func(d string) (float64, error) {
+		g.source, g.limitName, g.dir, g.top = "cgroup v1", "quota", dir, top
+		g.readLimit = func(d string) (float64, error) { return readCFSQuota(fs, d) }
+		g.usageFile, g.parseUsage = acct+"/cpuacct.usage", parseCpuacctUsage
+	} else if dir, top := v2Dir(mounts, pc); dir != "" {
+		g.source, g.limitName, g.dir, g.top = "cgroup v2", "cpu.max", dir, top
+		g.readLimit = func(d string) (float64, error) {
 			data, err := fs.read(d + "/cpu.max")
 			if err != nil {
 				return 0, err
 			}
 			return parseCPUMax(data)
-		})
-		switch {
-		case err == nil:
-			limit = math.Min(limit, q)
-			notes = append(notes, fmt.Sprintf("cgroup v2 cpu.max %.3g CPUs in %s", q, where))
-		case errors.Is(err, errUnlimited):
-			notes = append(notes, "cgroup v2 cpu.max is max in "+dir)
-		default:
-			return fallback("cgroup v2 " + err.Error())
 		}
-		file := dir + "/cpu.stat"
-		if _, err := readUsage(fs, file, parseCPUStatUsage); err != nil {
-			return fallback("cgroup v2 usage unreadable: " + err.Error())
-		}
-		usage, source = func() (time.Duration, error) { return readUsage(fs, file, parseCPUStatUsage) }, "cgroup v2"
+		g.usageFile, g.parseUsage = dir+"/cpu.stat", parseCPUStatUsage
 	} else {
 		return fallback("no cgroup CPU controller found")
 	}
 
+	q, where, err := groupLimit(g.dir, g.top, g.readLimit)
+	switch {
+	case err == nil:
+		limit = math.Min(limit, q)
+		notes = append(notes, fmt.Sprintf("%s %s %.3g CPUs in %s", g.source, g.limitName, q, where))
+	case errors.Is(err, errUnlimited):
+		notes = append(notes, fmt.Sprintf("%s sets no %s in %s", g.source, g.limitName, g.dir))
+	case errors.Is(err, os.ErrNotExist):
+		return fallback(g.source + " without the cpu controller's limit: " + err.Error())
+	default:
+		return fallback(fmt.Sprintf("%s %s unreadable: %v", g.source, g.limitName, err))
+	}
+	if _, err := readUsage(fs, g.usageFile, g.parseUsage); err != nil {
+		return fallback(g.source + " usage unreadable: " + err.Error())
+	}
+	usage := func() (time.Duration, error) { return readUsage(fs, g.usageFile, g.parseUsage) }
+
 	switch {
 	case override > 0:
-		return cpuPlan{usage: usage, capacity: override, source: source,
+		return cpuPlan{usage: usage, capacity: override, source: g.source,
 			reason: fmt.Sprintf("capacity set to %.3g CPUs by Config.CPUs", override)}
 	case math.IsInf(limit, 1):
 		return fallback("no CPU limit applies (" + strings.Join(notes, "; ") + "); using host-wide CPU")
 	}
-	return cpuPlan{usage: usage, capacity: limit, source: source, reason: strings.Join(notes, "; ")}
+	return cpuPlan{usage: usage, capacity: limit, source: g.source, reason: strings.Join(notes, "; ")}
 }
 
 func readCFSQuota(fs hostFS, dir string) (float64, error) {
@@ -224,10 +221,10 @@ func readUsage(fs hostFS, file string, parse func([]byte) (time.Duration, error)
 // cpusetCount reads the CPUs the process's cpuset allows (v1 cpuset controller or v2 cpuset.cpus.effective).
 func cpusetCount(fs hostFS, mounts []mount, pc procCgroups) (int, bool) {
 	var files []string
-	if dir := v1Dir(mounts, pc, "cpuset"); dir != "" {
+	if dir, _ := v1Dir(mounts, pc, "cpuset"); dir != "" {
 		files = append(files, dir+"/cpuset.effective_cpus", dir+"/cpuset.cpus")
 	}
-	if dir := v2Dir(mounts, pc); dir != "" {
+	if dir, _ := v2Dir(mounts, pc); dir != "" {
 		files = append(files, dir+"/cpuset.cpus.effective")
 	}
 	for _, f := range files {

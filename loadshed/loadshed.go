@@ -30,9 +30,10 @@ type Shedder struct {
 	onShed   fiber.Handler
 	dryRun   bool
 
-	policy    Policy
-	signal    Signal
-	smoothing float64
+	policy     Policy
+	signal     Signal
+	signalName string // for Stats: the CPU signal's source and capacity, or "custom"
+	smoothing  float64
 
 	state atomic.Pointer[snapshot]
 
@@ -76,21 +77,25 @@ type Stats struct {
 // starts the background sampler.
 func NewShedder(config ...Config) *Shedder {
 	cfg := configDefault(config...)
-	sig := cfg.Signal
+	sig, sigName := cfg.Signal, "custom"
 	if sig == nil {
 		c := NewCPU(cfg.CPUs)
 		log.Infof("loadshed: CPU signal from %s, %.3g CPUs: %s", c.Source(), c.Capacity(), c.Reason())
 		sig = c
 	}
+	if c, ok := sig.(*CPU); ok {
+		sigName = c.Source() + ", " + strconv.FormatFloat(c.Capacity(), 'g', 3, 64) + " CPUs"
+	}
 	s := &Shedder{
-		next:      cfg.Next,
-		critical:  cfg.Critical,
-		onShed:    cfg.OnShed,
-		dryRun:    cfg.DryRun,
-		policy:    Policy{Lower: cfg.Lower, Upper: cfg.Upper, CriticalLower: cfg.CriticalLower, CriticalUpper: cfg.CriticalUpper},
-		signal:    sig,
-		smoothing: cfg.Smoothing,
-		done:      make(chan struct{}),
+		next:       cfg.Next,
+		critical:   cfg.Critical,
+		onShed:     cfg.OnShed,
+		dryRun:     cfg.DryRun,
+		policy:     Policy{Lower: cfg.Lower, Upper: cfg.Upper, CriticalLower: cfg.CriticalLower, CriticalUpper: cfg.CriticalUpper},
+		signal:     sig,
+		signalName: sigName,
+		smoothing:  cfg.Smoothing,
+		done:       make(chan struct{}),
 	}
 	if s.onShed == nil {
 		s.onShed = unavailable(cfg.RetryAfter)
@@ -135,10 +140,6 @@ func (s *Shedder) handle(c *fiber.Ctx) error {
 // Stats returns the current load, probabilities and counters.
 func (s *Shedder) Stats() Stats {
 	st := s.state.Load()
-	name := "custom"
-	if c, ok := s.signal.(*CPU); ok {
-		name = c.Source() + ", " + strconv.FormatFloat(c.Capacity(), 'g', 3, 64) + " CPUs"
-	}
 	return Stats{
 		Load:                st.load,
 		Probability:         st.normal,
@@ -149,7 +150,7 @@ func (s *Shedder) Stats() Stats {
 		CriticalShed:        s.crit.shed.Load(),
 		SamplerErrors:       s.samplerErrors.Load(),
 		DryRun:              s.dryRun,
-		Signal:              name,
+		Signal:              s.signalName,
 	}
 }
 

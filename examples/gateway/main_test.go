@@ -36,11 +36,9 @@ func fetch(t *testing.T, g *gateway, path string) (int, string) {
 	return resp.StatusCode, string(body)
 }
 
-func TestGatewayStatusShowsEveryFeature(t *testing.T) {
-	g := newTestGateway(t, nil)
-	if code, body := fetch(t, g, "/burn?ms=1"); code != 200 && code != 503 {
-		t.Fatalf("/burn: %d %s", code, body)
-	}
+// statusParts fetches /status and returns each feature's part, and the whole body.
+func statusParts(t *testing.T, g *gateway) (map[string]json.RawMessage, string) {
+	t.Helper()
 	code, body := fetch(t, g, "/status")
 	if code != 200 {
 		t.Fatalf("/status: %d %s", code, body)
@@ -49,6 +47,29 @@ func TestGatewayStatusShowsEveryFeature(t *testing.T) {
 	if err := json.Unmarshal([]byte(body), &status); err != nil {
 		t.Fatalf("/status is not JSON: %v\n%s", err, body)
 	}
+	return status, body
+}
+
+// statusOf decodes the named feature's part of /status into v and returns that part as it came.
+func statusOf(t *testing.T, g *gateway, name string, v any) json.RawMessage {
+	t.Helper()
+	status, body := statusParts(t, g)
+	part, ok := status[name]
+	if !ok {
+		t.Fatalf("/status lacks %q: %s", name, body)
+	}
+	if err := json.Unmarshal(part, v); err != nil {
+		t.Fatalf("%s status %s: %v", name, part, err)
+	}
+	return part
+}
+
+func TestGatewayStatusShowsEveryFeature(t *testing.T) {
+	g := newTestGateway(t, nil)
+	if code, body := fetch(t, g, "/burn?ms=1"); code != 200 && code != 503 {
+		t.Fatalf("/burn: %d %s", code, body)
+	}
+	status, body := statusParts(t, g)
 	for _, f := range features {
 		if _, ok := status[f.name]; !ok {
 			t.Errorf("/status lacks %q: %s", f.name, body)

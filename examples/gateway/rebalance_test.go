@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,15 +12,9 @@ import (
 
 func rebalanceStatusOf(t *testing.T, g *gateway) map[string]any {
 	t.Helper()
-	code, body := fetch(t, g, "/status")
-	if code != 200 {
-		t.Fatalf("/status: %d %s", code, body)
-	}
-	var status map[string]map[string]any
-	if err := json.Unmarshal([]byte(body), &status); err != nil {
-		t.Fatalf("/status is not JSON: %v\n%s", err, body)
-	}
-	return status["rebalance"]
+	var st map[string]any
+	statusOf(t, g, "rebalance", &st)
+	return st
 }
 
 func TestRebalanceOffWithoutPrometheus(t *testing.T) {

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -30,18 +29,8 @@ type throttleStatus struct {
 
 func throttleStatusOf(t *testing.T, g *gateway) throttleStatus {
 	t.Helper()
-	code, body := fetch(t, g, "/status")
-	if code != 200 {
-		t.Fatalf("/status: %d %s", code, body)
-	}
-	var status map[string]json.RawMessage
-	if err := json.Unmarshal([]byte(body), &status); err != nil {
-		t.Fatalf("/status is not JSON: %v\n%s", err, body)
-	}
 	var st throttleStatus
-	if err := json.Unmarshal(status["throttle"], &st); err != nil {
-		t.Fatalf("throttle status %s: %v", status["throttle"], err)
-	}
+	statusOf(t, g, "throttle", &st)
 	return st
 }
 

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"encoding/json"
 	"strings"
 	"testing"
 	"time"
@@ -29,14 +28,7 @@ func TestUpstreampickProxiesToDemoUpstreams(t *testing.T) {
 	var st upstreampick.Status
 	deadline := time.Now().Add(10 * time.Second)
 	for {
-		_, body := fetch(t, g, "/status")
-		var status map[string]json.RawMessage
-		if err := json.Unmarshal([]byte(body), &status); err != nil {
-			t.Fatalf("/status: %v\n%s", err, body)
-		}
-		if err := json.Unmarshal(status["upstreampick"], &st); err != nil {
-			t.Fatalf("upstreampick status %s: %v", status["upstreampick"], err)
-		}
+		part := statusOf(t, g, "upstreampick", &st)
 		measured := len(st.Upstreams) == 3
 		for _, u := range st.Upstreams {
 			measured = measured && u.Sampled
@@ -45,7 +37,7 @@ func TestUpstreampickProxiesToDemoUpstreams(t *testing.T) {
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("upstreams not measured within 10 s: %s", status["upstreampick"])
+			t.Fatalf("upstreams not measured within 10 s: %s", part)
 		}
 		time.Sleep(20 * time.Millisecond)
 	}

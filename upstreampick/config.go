@@ -18,8 +18,12 @@ type Config struct {
 	// Optional. Default: nil
 	Next func(c *fiber.Ctx) bool
 
-	// Servers lists the upstreams, as "http://host:port", "https://host:port" or "host:port" (http). The list
-	// can be replaced at run time with Picker.SetServers.
+	// Servers lists the upstreams, as "http://host:port", "https://host:port" or "host:port" (http). With a
+	// scheme the port may be left out for the scheme's default (80 or 443); "host" alone is rejected. A host
+	// is a name or an IP address ("[::1]:8080"); names are never resolved here, so "localhost:80" and
+	// "127.0.0.1:80" are two servers. One server listed twice, in any spelling ("127.0.0.1:80",
+	// "http://127.0.0.1", "HTTP://127.0.0.1:80/"), is rejected. The list can be replaced at run time with
+	// Picker.SetServers.
 	//
 	// Required.
 	Servers []string

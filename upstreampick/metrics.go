@@ -68,12 +68,13 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 	c.p.mu.Lock()
 	defer c.p.mu.Unlock()
 	for _, u := range c.p.ups {
+		server := *u.name.Load()
 		if u.rtt.sampled {
-			ch <- prometheus.MustNewConstMetric(c.rtt, prometheus.GaugeValue, u.rtt.avg.Seconds(), u.server)
+			ch <- prometheus.MustNewConstMetric(c.rtt, prometheus.GaugeValue, u.rtt.avg.Seconds(), server)
 		}
-		ch <- prometheus.MustNewConstMetric(c.tier, prometheus.GaugeValue, float64(u.tier), u.server)
-		ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, b2f(!u.unhealthy.Load()), u.server)
-		ch <- prometheus.MustNewConstMetric(c.draining, prometheus.GaugeValue, b2f(u.draining), u.server)
-		ch <- prometheus.MustNewConstMetric(c.picks, prometheus.CounterValue, float64(u.picks.Load()), u.server)
+		ch <- prometheus.MustNewConstMetric(c.tier, prometheus.GaugeValue, float64(u.tier), server)
+		ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, b2f(!u.unhealthy.Load()), server)
+		ch <- prometheus.MustNewConstMetric(c.draining, prometheus.GaugeValue, b2f(u.draining), server)
+		ch <- prometheus.MustNewConstMetric(c.picks, prometheus.CounterValue, float64(u.picks.Load()), server)
 	}
 }

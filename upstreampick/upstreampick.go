@@ -13,8 +13,6 @@ import (
 	"errors"
 	"math/rand/v2"
 	"net"
-	"net/url"
-	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
@@ -56,11 +54,14 @@ type Picker struct {
 
 // upstream is one server.
 type upstream struct {
-	server string // as configured: the metric label and status key
-	host   string // for name resolution
-	port   string
-	tls    bool
-	hc     *fasthttp.HostClient
+	key  string // target.key: the same server however it is spelt
+	host string // for name resolution
+	port string
+	tls  bool
+	hc   *fasthttp.HostClient
+
+	// name is the server as last configured (SetServers may respell it): the metric label and status key.
+	name atomic.Pointer[string]
 
 	picks     atomic.Uint64
 	fails     atomic.Int32 // consecutive connection failures
@@ -142,7 +143,8 @@ func (p *Picker) Handler() fiber.Handler {
 }
 
 // SetServers replaces the upstream list. New servers start unmeasured and pickable; kept servers keep their
-// state; removed servers drain: they get no new requests and are forgotten (with their metrics) once their
+// state (a server is matched by scheme, host and port, so "127.0.0.1:80" keeps the state of "http://127.0.0.1"
+// and takes the new spelling as its name); removed servers drain: they get no new requests and are forgotten (with their metrics) once their
 // requests in flight have finished or Config.DrainTimeout has passed, checked every HealthInterval. Listing a
 // draining server again aborts its drain. An invalid list is rejected as a whole with an error.
 func (p *Picker) SetServers(servers []string) error {
@@ -155,27 +157,29 @@ func (p *Picker) SetServers(servers []string) error {
 	}
 	seen := make(map[string]bool, len(targets))
 	for _, t := range targets {
-		seen[t.server] = true
+		seen[t.key] = true
 	}
 
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	old := make(map[string]*upstream, len(p.ups))
 	for _, u := range p.ups {
-		old[u.server] = u
+		old[u.key] = u
 	}
 	ups := make([]*upstream, 0, len(targets)+len(p.ups))
 	for _, t := range targets {
-		u := old[t.server]
+		u := old[t.key]
 		if u == nil {
 			u = p.newUpstream(t)
+		} else if *u.name.Load() != t.server {
+			u.name.Store(&t.server)
 		}
 		u.draining = false
 		ups = append(ups, u)
 	}
 	deadline := time.Now().Add(p.cfg.DrainTimeout)
 	for _, u := range p.ups {
-		if seen[u.server] {
+		if seen[u.key] {
 			continue
 		}
 		if !u.draining {
@@ -196,7 +200,7 @@ func (p *Picker) Pick() (server string, ok bool) {
 		return "", false
 	}
 	u.picks.Add(1)
-	return u.server, true
+	return *u.name.Load(), true
 }
 
 // Status is a snapshot of a Picker's state, for status pages.
@@ -233,7 +237,7 @@ func (p *Picker) Status() Status {
 	st := Status{Mode: p.cfg.Mode.String(), Upstreams: make([]UpstreamStatus, 0, len(p.ups))}
 	for _, u := range p.ups {
 		st.Upstreams = append(st.Upstreams, UpstreamStatus{
-			Server:    u.server,
+			Server:    *u.name.Load(),
 			RTT:       u.rtt.avg,
 			RTTMillis: float64(u.rtt.avg) / float64(time.Millisecond),
 			Sampled:   u.rtt.sampled,
@@ -423,7 +427,8 @@ func (e *dialError) Unwrap() error { return e.err }
 
 // newUpstream builds an upstream and its HostClient, whose dials report to the health state.
 func (p *Picker) newUpstream(t target) *upstream {
-	u := &upstream{server: t.server, host: t.host, port: t.port, tls: t.tls, tier: noTier}
+	u := &upstream{key: t.key, host: t.host, port: t.port, tls: t.tls, tier: noTier}
+	u.name.Store(&t.server)
 	hc := &fasthttp.HostClient{
 		Addr:                     net.JoinHostPort(t.host, t.port),
 		IsTLS:                    t.tls,
@@ -463,67 +468,4 @@ func (p *Picker) newUpstream(t target) *upstream {
 	}
 	u.hc = hc
 	return u
-}
-
-// target is a parsed server.
-type target struct {
-	server string
-	host   string
-	port   string
-	tls    bool
-}
-
-// parseServers parses a server list; a server listed twice is an error.
-func parseServers(servers []string) ([]target, error) {
-	targets := make([]target, len(servers))
-	seen := make(map[string]bool, len(servers))
-	for i, s := range servers {
-		t, err := parseServer(s)
-		if err != nil {
-			return nil, err
-		}
-		if seen[t.server] {
-			return nil, errors.New(`server "` + s + `" is listed twice`)
-		}
-		seen[t.server] = true
-		targets[i] = t
-	}
-	return targets, nil
-}
-
-// parseServer parses "http://host:port", "https://host:port" or "host:port".
-func parseServer(s string) (target, error) {
-	bad := func(why string) (target, error) {
-		return target{}, errors.New(`server "` + s + `" ` + why)
-	}
-	raw := s
-	if !strings.Contains(raw, "://") {
-		raw = "http://" + raw
-	}
-	u, err := url.Parse(raw)
-	if err != nil {
-		return bad("is not a valid URL: " + err.Error())
-	}
-	t := target{server: s}
-	switch u.Scheme {
-	case "http":
-	case "https":
-		t.tls = true
-	default:
-		return bad("must use http or https")
-	}
-	if u.Path != "" && u.Path != "/" || u.RawQuery != "" || u.Fragment != "" || u.User != nil {
-		return bad("must be scheme://host:port only")
-	}
-	t.host, t.port = u.Hostname(), u.Port()
-	if t.host == "" {
-		return bad("has no host")
-	}
-	if t.port == "" {
-		t.port = "80"
-		if t.tls {
-			t.port = "443"
-		}
-	}
-	return t, nil
 }

@@ -211,27 +211,6 @@ func TestConfigDefault(t *testing.T) {
 	}
 }
 
-func TestParseServer(t *testing.T) {
-	tests := []struct {
-		in         string
-		host, port string
-		tls        bool
-	}{
-		{"127.0.0.1:8080", "127.0.0.1", "8080", false},
-		{"http://127.0.0.1:8080", "127.0.0.1", "8080", false},
-		{"http://127.0.0.1:8080/", "127.0.0.1", "8080", false},
-		{"https://example.com", "example.com", "443", true},
-		{"http://example.com", "example.com", "80", false},
-		{"[::1]:9000", "::1", "9000", false},
-	}
-	for _, tt := range tests {
-		got, err := parseServer(tt.in)
-		if err != nil || got.host != tt.host || got.port != tt.port || got.tls != tt.tls || got.server != tt.in {
-			t.Errorf("parseServer(%q) = %+v, %v", tt.in, got, err)
-		}
-	}
-}
-
 func TestProxyBalancerSpreadsAndMeasures(t *testing.T) {
 	a, b := startSite(t, "a", nil), startSite(t, "b", nil)
 	p := newPicker(t, testConfig("http://"+a.addr, b.addr))

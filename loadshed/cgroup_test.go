@@ -137,6 +137,10 @@ const (
 27 24 0:25 / /sys/fs/cgroup/cpuacct rw,nosuid - cgroup cgroup rw,cpuacct
 28 24 0:26 / /sys/fs/cgroup/cpuset rw,nosuid - cgroup cgroup rw,cpuset
 `
+	// A v1 cpu controller without cpuacct.
+	miV1CPUOnly = `24 18 0:22 / /sys/fs/cgroup ro,nosuid - tmpfs tmpfs ro,mode=755
+26 24 0:24 / /sys/fs/cgroup/cpu rw,nosuid - cgroup cgroup rw,cpu
+`
 	// Docker's co-mounted cpu,cpuacct with the container's own group as the mount root.
 	miV1Docker = `600 599 0:30 /docker/abc /sys/fs/cgroup/cpu,cpuacct ro,nosuid - cgroup cgroup rw,cpu,cpuacct
 601 599 0:31 /docker/abc /sys/fs/cgroup/cpuset ro,nosuid - cgroup cgroup rw,cpuset
@@ -161,8 +165,8 @@ func writeTree(t *testing.T, files map[string]string) string {
 }
 
 func TestDetectCPU(t *testing.T) {
-	const hostBusy = 42 * time.Second
-	host := func() (time.Duration, error) { return hostBusy, nil }
+	const procBusy = 42 * time.Second
+	proc := func() (time.Duration, error) { return procBusy, nil }
 
 	tests := []struct {
 		name       string
@@ -212,7 +216,7 @@ func TestDetectCPU(t *testing.T) {
 			hostN: 8, source: "cgroup v1", capacity: 2, usage: 5, reasonPart: "cpuset allows 2",
 		},
 		{
-			name: "v1 without quota falls back to the host",
+			name: "v1 without quota reads this process",
 			files: map[string]string{
 				"/proc/self/cgroup":                    "3:cpuacct:/\n2:cpu:/\n",
 				"/proc/self/mountinfo":                 miV1Separate,
@@ -220,7 +224,7 @@ func TestDetectCPU(t *testing.T) {
 				"/sys/fs/cgroup/cpu/cpu.cfs_period_us": "100000\n",
 				"/sys/fs/cgroup/cpuacct/cpuacct.usage": "9\n",
 			},
-			hostN: 2, source: "host", capacity: 2, usage: hostBusy, reasonPart: "no CPU limit",
+			hostN: 2, source: "process", capacity: 2, usage: procBusy, reasonPart: "no CPU limit",
 		},
 		{
 			name: "v1 without quota but a narrow cpuset",
@@ -232,17 +236,17 @@ func TestDetectCPU(t *testing.T) {
 				"/sys/fs/cgroup/cpuacct/cpuacct.usage":  "9\n",
 				"/sys/fs/cgroup/cpuset/pin/cpuset.cpus": "3\n",
 			},
-			hostN: 4, source: "cgroup v1", capacity: 1, usage: 9,
+			hostN: 4, source: "process", capacity: 1, usage: procBusy, reasonPart: "cpuset allows 1",
 		},
 		{
-			name: "v1 usage file missing falls back",
+			name: "v1 usage file missing: this process over the quota",
 			files: map[string]string{
 				"/proc/self/cgroup":                      "3:cpuacct:/g\n2:cpu:/g\n",
 				"/proc/self/mountinfo":                   miV1Separate,
 				"/sys/fs/cgroup/cpu/g/cpu.cfs_quota_us":  "50000\n",
 				"/sys/fs/cgroup/cpu/g/cpu.cfs_period_us": "100000\n",
 			},
-			hostN: 2, source: "host", capacity: 2, usage: hostBusy, reasonPart: "usage unreadable",
+			hostN: 2, source: "process", capacity: 0.5, usage: procBusy, reasonPart: "usage unreadable",
 		},
 		{
 			name: "v1 garbage quota falls back",
@@ -253,7 +257,7 @@ func TestDetectCPU(t *testing.T) {
 				"/sys/fs/cgroup/cpu/g/cpu.cfs_period_us": "100000\n",
 				"/sys/fs/cgroup/cpuacct/g/cpuacct.usage": "9\n",
 			},
-			hostN: 2, source: "host", capacity: 2, usage: hostBusy, reasonPart: "quota unreadable",
+			hostN: 2, source: "process", capacity: 2, usage: procBusy, reasonPart: "quota unreadable",
 		},
 		{
 			name: "v2 half a CPU",
@@ -266,25 +270,14 @@ func TestDetectCPU(t *testing.T) {
 			hostN: 4, source: "cgroup v2", capacity: 0.5, usage: 2500 * time.Microsecond,
 		},
 		{
-			name: "v2 max falls back to the host",
+			name: "v2 max reads this process",
 			files: map[string]string{
 				"/proc/self/cgroup":       "0::/\n",
 				"/proc/self/mountinfo":    miV2,
 				"/sys/fs/cgroup/cpu.max":  "max 100000\n",
 				"/sys/fs/cgroup/cpu.stat": "usage_usec 2500\n",
 			},
-			hostN: 4, source: "host", capacity: 4, usage: hostBusy, reasonPart: "no CPU limit",
-		},
-		{
-			name: "v2 max with a cpuset",
-			files: map[string]string{
-				"/proc/self/cgroup":                      "0::/k\n",
-				"/proc/self/mountinfo":                   miV2,
-				"/sys/fs/cgroup/k/cpu.max":               "max 100000\n",
-				"/sys/fs/cgroup/k/cpu.stat":              "usage_usec 2500\n",
-				"/sys/fs/cgroup/k/cpuset.cpus.effective": "0-2\n",
-			},
-			hostN: 16, source: "cgroup v2", capacity: 3, usage: 2500 * time.Microsecond,
+			hostN: 4, source: "process", capacity: 4, usage: procBusy, reasonPart: "no CPU limit",
 		},
 		{
 			name: "v2 garbage cpu.max falls back",
@@ -294,7 +287,7 @@ func TestDetectCPU(t *testing.T) {
 				"/sys/fs/cgroup/cpu.max":  "lots\n",
 				"/sys/fs/cgroup/cpu.stat": "usage_usec 2500\n",
 			},
-			hostN: 4, source: "host", capacity: 4, usage: hostBusy, reasonPart: "cpu.max",
+			hostN: 4, source: "process", capacity: 4, usage: procBusy, reasonPart: "cpu.max",
 		},
 		{
 			name: "hybrid unified hierarchy without a cpu controller",
@@ -303,7 +296,7 @@ func TestDetectCPU(t *testing.T) {
 				"/proc/self/mountinfo":            miV1Separate,
 				"/sys/fs/cgroup/unified/cpu.stat": "usage_usec 1\n",
 			},
-			hostN: 2, source: "host", capacity: 2, usage: hostBusy, reasonPart: "without the cpu controller",
+			hostN: 2, source: "process", capacity: 2, usage: procBusy, reasonPart: "without the cpu controller",
 		},
 		{
 			name: "v2 limit on the parent (a pod) binds an unlimited container",
@@ -359,28 +352,87 @@ func TestDetectCPU(t *testing.T) {
 		{
 			name:  "no /proc/self/cgroup",
 			files: map[string]string{"/proc/self/mountinfo": miV2},
-			hostN: 2, source: "host", capacity: 2, usage: hostBusy, reasonPart: "no cgroup information",
+			hostN: 2, source: "process", capacity: 2, usage: procBusy, reasonPart: "no cgroup information",
 		},
 		{
-			name: "override keeps the group's usage",
+			name: "override without a limit reads this process",
 			files: map[string]string{
 				"/proc/self/cgroup":       "0::/\n",
 				"/proc/self/mountinfo":    miV2,
 				"/sys/fs/cgroup/cpu.max":  "max 100000\n",
 				"/sys/fs/cgroup/cpu.stat": "usage_usec 2500\n",
 			},
-			override: 1.5, hostN: 4, source: "cgroup v2", capacity: 1.5, usage: 2500 * time.Microsecond,
+			override: 1.5, hostN: 4, source: "process", capacity: 1.5, usage: procBusy,
 			reasonPart: "Config.CPUs",
 		},
 		{
-			name:     "override with the host fallback",
+			name:     "override without cgroup information",
 			files:    map[string]string{},
-			override: 3, hostN: 8, source: "host", capacity: 3, usage: hostBusy,
+			override: 3, hostN: 8, source: "process", capacity: 3, usage: procBusy,
+		},
+		{
+			name: "v1 quota with the group's cpuacct apart: this process over the quota",
+			files: map[string]string{
+				"/proc/self/cgroup":                         "3:cpuacct:/\n2:cpu:/shop\n0::/\n",
+				"/proc/self/mountinfo":                      miV1Separate,
+				"/sys/fs/cgroup/cpu/shop/cpu.cfs_quota_us":  "100000\n",
+				"/sys/fs/cgroup/cpu/shop/cpu.cfs_period_us": "100000\n",
+				"/sys/fs/cgroup/cpuacct/cpuacct.usage":      "123456789\n",
+			},
+			hostN: 2, source: "process", capacity: 1, usage: procBusy,
+			reasonPart: "cpuacct group / is not its cpu group /shop",
+		},
+		{
+			name: "v1 quota without a cpuacct mount: this process over the quota",
+			files: map[string]string{
+				"/proc/self/cgroup":                         "2:cpu:/shop\n",
+				"/proc/self/mountinfo":                      miV1CPUOnly,
+				"/sys/fs/cgroup/cpu/shop/cpu.cfs_quota_us":  "50000\n",
+				"/sys/fs/cgroup/cpu/shop/cpu.cfs_period_us": "100000\n",
+			},
+			hostN: 4, source: "process", capacity: 0.5, usage: procBusy, reasonPart: "cpuacct controller is not mounted",
+		},
+		{
+			name: "v1 quota on the parent: the parent's usage fills it",
+			files: map[string]string{
+				"/proc/self/cgroup":                            "3:cpuacct:/app/web\n2:cpu:/app/web\n",
+				"/proc/self/mountinfo":                         miV1Separate,
+				"/sys/fs/cgroup/cpu/app/web/cpu.cfs_quota_us":  "-1\n",
+				"/sys/fs/cgroup/cpu/app/web/cpu.cfs_period_us": "100000\n",
+				"/sys/fs/cgroup/cpu/app/cpu.cfs_quota_us":      "100000\n",
+				"/sys/fs/cgroup/cpu/app/cpu.cfs_period_us":     "100000\n",
+				"/sys/fs/cgroup/cpuacct/app/web/cpuacct.usage": "11\n",
+				"/sys/fs/cgroup/cpuacct/app/cpuacct.usage":     "29\n",
+			},
+			hostN: 4, source: "cgroup v1", capacity: 1, usage: 29, reasonPart: "/sys/fs/cgroup/cpuacct/app/cpuacct.usage",
+		},
+		{
+			name: "v2 limit on the pod: the pod's usage fills it",
+			files: map[string]string{
+				"/proc/self/cgroup":                         "0::/kubepods/pod1/ctr\n",
+				"/proc/self/mountinfo":                      miV2,
+				"/sys/fs/cgroup/kubepods/pod1/ctr/cpu.max":  "max 100000\n",
+				"/sys/fs/cgroup/kubepods/pod1/ctr/cpu.stat": "usage_usec 2500\n",
+				"/sys/fs/cgroup/kubepods/pod1/cpu.max":      "100000 100000\n",
+				"/sys/fs/cgroup/kubepods/pod1/cpu.stat":     "usage_usec 9000\n",
+			},
+			hostN: 8, source: "cgroup v2", capacity: 1, usage: 9 * time.Millisecond,
+		},
+		{
+			name: "no limit with a narrow cpuset: this process over the cpuset",
+			files: map[string]string{
+				"/proc/self/cgroup":                      "0::/k\n",
+				"/proc/self/mountinfo":                   miV2,
+				"/sys/fs/cgroup/k/cpu.max":               "max 100000\n",
+				"/sys/fs/cgroup/k/cpu.stat":              "usage_usec 2500\n",
+				"/sys/fs/cgroup/k/cpuset.cpus.effective": "0-2\n",
+			},
+			hostN: 16, source: "process", capacity: 3, usage: procBusy, reasonPart: "cpuset allows 3",
 		},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			p := detectCPU(hostFS{root: writeTree(t, tt.files)}, tt.override, tt.hostN, host)
+			p := detectCPU(hostFS{root: writeTree(t, tt.files)}, tt.override, tt.hostN, proc)
 			if p.source != tt.source || math.Abs(p.capacity-tt.capacity) > 1e-9 {
 				t.Fatalf("detectCPU = %s with %v CPUs (%s); want %s with %v", p.source, p.capacity, p.reason, tt.source, tt.capacity)
 			}

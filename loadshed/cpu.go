@@ -5,7 +5,9 @@ import (
 	"fmt"
 	"math"
 	"os"
+	"path"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"time"
@@ -13,21 +15,27 @@ import (
 	"github.com/shirou/gopsutil/v3/cpu"
 )
 
-// CPU is the default Signal: the CPU time used over the last sampling interval as a fraction of the CPU the process
-// may use. NewCPU finds that limit from the process's cgroup (v2 cpu.max, or v1 cpu.cfs_quota_us over
-// cpu.cfs_period_us, never more than its cpuset); usage then comes from the same group (v2 cpu.stat, v1
-// cpuacct.usage). Where no limit applies, or the cgroup files are missing or odd, it falls back to the host-wide
-// CPU usage read by gopsutil, and Reason says why.
+// CPU is a Signal of CPU utilisation: the CPU time used over the last sampling interval as a fraction of the CPU
+// the process may use. NewCPU finds that limit from the process's cgroup (v2 cpu.max, or v1 cpu.cfs_quota_us over
+// cpu.cfs_period_us, the tightest of the group and its ancestors, never more than its cpuset). Usage then comes
+// from the limited group itself (v2 cpu.stat, v1 cpuacct.usage), since the quota binds every process in it.
 //
-// Load is meant for one sampler: each call measures the interval since the previous one. Host-wide counters
-// advance in 10ms ticks, so on the host fallback a call sooner than 100ms after the last measurement repeats it.
+// Where no limit applies (a laptop, a VM, a pod without limits.cpu), or the group's usage cannot be read (v1
+// cpuacct mounted apart with the process in another cpuacct group), the usage is this process's own CPU time
+// and the capacity the CPUs it may run on: its cpuset, capped by GOMAXPROCS. Busy neighbours then leave the load
+// untouched. Reason says which case applies and why.
+//
+// NewHostCPU measures the whole machine instead. Load is meant for one sampler: each call measures the interval
+// since the previous one.
 type CPU struct {
 	usage    func() (time.Duration, error) // cumulative CPU time
 	capacity float64                       // CPUs the usage is divided by
-	source   string
-	reason   string
-	now      func() time.Time
-	sleep    func(time.Duration)
+	// perProcess caps the capacity by GOMAXPROCS at each reading: a Go process cannot run on more Ps.
+	perProcess bool
+	source     string
+	reason     string
+	now        func() time.Time
+	sleep      func(time.Duration)
 	// minWindow is the shortest interval measured; a sooner call repeats the last load.
 	minWindow time.Duration
 
@@ -38,6 +46,14 @@ type CPU struct {
 	last      float64
 }
 
+// The sources of a CPU signal's usage.
+const (
+	SourceCgroupV1 = "cgroup v1" // the limited group's cpuacct.usage
+	SourceCgroupV2 = "cgroup v2" // the limited group's cpu.stat
+	SourceProcess  = "process"   // this process's own CPU time (getrusage)
+	SourceHost     = "host"      // every CPU of the machine (/proc/stat)
+)
+
 // hostMinWindow covers ten ticks of /proc/stat per CPU: shorter host-wide readings flap between 0 and 1.
 const hostMinWindow = 100 * time.Millisecond
 
@@ -45,24 +61,40 @@ const hostMinWindow = 100 * time.Millisecond
 const primeWindow = 50 * time.Millisecond
 
 // NewCPU detects the CPU the process may use. cpus > 0 overrides the detected capacity (usage then still comes
-// from the process's cgroup where one is readable, else from the host).
+// from the limited cgroup where one applies, else from this process).
 func NewCPU(cpus float64) *CPU {
-	p := detectCPU(hostFS{}, cpus, hostCPUs(), hostUsage)
-	c := &CPU{usage: p.usage, capacity: p.capacity, source: p.source, reason: p.reason, now: time.Now, sleep: time.Sleep}
-	if p.source == "host" {
-		c.minWindow = hostMinWindow
-	}
-	return c
+	p := detectCPU(hostFS{}, cpus, hostCPUs(), processUsage)
+	return &CPU{usage: p.usage, capacity: p.capacity, perProcess: p.perProcess, source: p.source, reason: p.reason,
+		now: time.Now, sleep: time.Sleep}
 }
 
-// Source names where usage is read: "cgroup v1", "cgroup v2" or "host".
+// NewHostCPU is the host-wide CPU utilisation (gopsutil over /proc/stat): every process on the machine counts, so
+// busy neighbours raise it. It suits a shedder guarding a whole dedicated machine, not a service among others.
+// The counters advance in 10ms ticks, so a call sooner than 100ms after the last measurement repeats it.
+func NewHostCPU() *CPU {
+	n := hostCPUs()
+	return &CPU{usage: hostUsage, capacity: float64(n), source: SourceHost, minWindow: hostMinWindow,
+		reason: fmt.Sprintf("host-wide CPU over %d CPUs", n), now: time.Now, sleep: time.Sleep}
+}
+
+// Source names where usage is read: SourceCgroupV1, SourceCgroupV2, SourceProcess or SourceHost.
 func (c *CPU) Source() string { return c.source }
 
 // Capacity is the number of CPUs the load is a fraction of.
-func (c *CPU) Capacity() float64 { return c.capacity }
+func (c *CPU) Capacity() float64 {
+	if c.perProcess {
+		return math.Min(c.capacity, float64(runtime.GOMAXPROCS(0)))
+	}
+	return c.capacity
+}
 
-// Reason explains the choice of source and capacity (why the host-wide fallback is used, for instance).
+// Reason explains the choice of source and capacity.
 func (c *CPU) Reason() string { return c.reason }
+
+// String describes the signal, for logs and Stats.
+func (c *CPU) String() string {
+	return fmt.Sprintf("CPU of %s over %s CPUs", c.source, strconv.FormatFloat(c.Capacity(), 'g', 3, 64))
+}
 
 // Load returns the CPU used since the previous call as a fraction of Capacity. The first call measures over a
 // short window of its own.
@@ -84,7 +116,7 @@ func (c *CPU) Load() (float64, error) {
 		return 0, err
 	}
 	at := c.now()
-	load, err := cpuLoad(u-c.prevUsage, at.Sub(c.prevAt), c.capacity)
+	load, err := cpuLoad(u-c.prevUsage, at.Sub(c.prevAt), c.Capacity())
 	if err != nil {
 		return 0, err
 	}
@@ -107,58 +139,74 @@ func cpuLoad(used, elapsed time.Duration, capacity float64) (float64, error) {
 
 // cpuPlan is what detectCPU chose.
 type cpuPlan struct {
-	usage    func() (time.Duration, error)
-	capacity float64
-	source   string
-	reason   string
+	usage      func() (time.Duration, error)
+	capacity   float64
+	perProcess bool
+	source     string
+	reason     string
 }
 
 // detectCPU chooses the usage counter and the capacity. fs holds /proc and /sys (a fixture tree in tests),
-// hostN is the host's CPU count and host reads host-wide busy time.
-func detectCPU(fs hostFS, override float64, hostN int, host func() (time.Duration, error)) cpuPlan {
-	fallback := func(reason string) cpuPlan {
-		capacity := float64(hostN)
+// hostN is the host's CPU count and proc reads this process's CPU time.
+func detectCPU(fs hostFS, override float64, hostN int, proc func() (time.Duration, error)) cpuPlan {
+	limit := math.Inf(1) // the tightest of the cpuset and the quota
+	var notes []string
+	// process is the plan without a readable group usage: this process's CPU time over what it may run on.
+	process := func(why string) cpuPlan {
+		p := cpuPlan{usage: proc, capacity: math.Min(limit, float64(hostN)), perProcess: true, source: SourceProcess}
+		notes = append(notes, why)
 		if override > 0 {
-			capacity = override
+			p.capacity, p.perProcess = override, false
+			notes = append(notes, fmt.Sprintf("capacity set to %.3g CPUs by Config.CPUs", override))
+		} else if p.perProcess {
+			notes = append(notes, fmt.Sprintf("capacity %.3g CPUs, capped by GOMAXPROCS", p.capacity))
 		}
-		return cpuPlan{usage: host, capacity: capacity, source: "host", reason: reason}
+		p.reason = strings.Join(notes, "; ")
+		return p
 	}
 
 	cg, err := fs.read("/proc/self/cgroup")
 	if err != nil {
-		return fallback("no cgroup information: " + err.Error())
+		return process("no cgroup information (" + err.Error() + "): reading this process's CPU time")
 	}
 	mi, err := fs.read("/proc/self/mountinfo")
 	if err != nil {
-		return fallback("no mount information: " + err.Error())
+		return process("no mount information (" + err.Error() + "): reading this process's CPU time")
 	}
 	pc, mounts := parseProcCgroup(cg), parseMountinfo(mi)
 
-	limit := math.Inf(1)
-	var notes []string
 	if n, ok := cpusetCount(fs, mounts, pc); ok && n < hostN {
 		limit = float64(n)
 		notes = append(notes, fmt.Sprintf("cpuset allows %d CPUs", n))
 	}
 
-	// The group's CPU controller: where its limit and its usage are read.
+	// The group's CPU controller: where its limit is read, and where the usage of the limited group is.
 	var g struct {
 		source, limitName string // "cgroup v1", "quota"
 		dir, top          string // the group and the mount point above it
 		readLimit         func(dir string) (float64, error)
-		usageFile         string
-		parseUsage        func([]byte) (time.Duration, error)
+		// usageFile is the usage counter of the group at dir (a directory of the cpu hierarchy), or "" when
+		// the group's usage cannot be read and why says so.
+		usageFile  func(dir string) (file, why string)
+		parseUsage func([]byte) (time.Duration, error)
 	}
 	if dir, top := v1Dir(mounts, pc, "cpu"); dir != "" {
-		acct, _ := v1Dir(mounts, pc, "cpuacct")
-		if acct == "" {
-			return fallback("cgroup v1 cpuacct controller not mounted")
-		}
-		g.source, g.limitName, g.dir, g.top = "cgroup v1", "quota", dir, top
+		g.source, g.limitName, g.dir, g.top = SourceCgroupV1, "quota", dir, top
 		g.readLimit = func(d string) (float64, error) { return readCFSQuota(fs, d) }
-		g.usageFile, g.parseUsage = acct+"/cpuacct.usage", parseCpuacctUsage
+		g.parseUsage = parseCpuacctUsage
+		acct, acctTop := v1Dir(mounts, pc, "cpuacct")
+		g.usageFile = func(d string) (string, string) {
+			switch {
+			case acct == "":
+				return "", "the cgroup v1 cpuacct controller is not mounted"
+			case path.Clean(pc.v1["cpuacct"]) != path.Clean(pc.v1["cpu"]):
+				return "", fmt.Sprintf("its cpuacct group %s is not its cpu group %s, so the group's usage is unknown",
+					pc.v1["cpuacct"], pc.v1["cpu"])
+			}
+			return path.Join(acctTop, strings.TrimPrefix(d, top)) + "/cpuacct.usage", ""
+		}
 	} else if dir, top := v2Dir(mounts, pc); dir != "" {
-		g.source, g.limitName, g.dir, g.top = "cgroup v2", "cpu.max", dir, top
+		g.source, g.limitName, g.dir, g.top = SourceCgroupV2, "cpu.max", dir, top
 		g.readLimit = func(d string) (float64, error) {
 			data, err := fs.read(d + "/cpu.max")
 			if err != nil {
@@ -166,9 +214,10 @@ func detectCPU(fs hostFS, override float64, hostN int, host func() (time.Duratio
 			}
 			return parseCPUMax(data)
 		}
-		g.usageFile, g.parseUsage = dir+"/cpu.stat", parseCPUStatUsage
+		g.usageFile = func(d string) (string, string) { return d + "/cpu.stat", "" }
+		g.parseUsage = parseCPUStatUsage
 	} else {
-		return fallback("no cgroup CPU controller found")
+		return process("no cgroup CPU controller found: reading this process's CPU time")
 	}
 
 	q, where, err := groupLimit(g.dir, g.top, g.readLimit)
@@ -177,24 +226,35 @@ func detectCPU(fs hostFS, override float64, hostN int, host func() (time.Duratio
 		limit = math.Min(limit, q)
 		notes = append(notes, fmt.Sprintf("%s %s %.3g CPUs in %s", g.source, g.limitName, q, where))
 	case errors.Is(err, errUnlimited):
-		notes = append(notes, fmt.Sprintf("%s sets no %s in %s", g.source, g.limitName, g.dir))
+		return process(fmt.Sprintf("no CPU limit applies (%s sets no %s in %s): reading this process's CPU time",
+			g.source, g.limitName, g.dir))
 	case errors.Is(err, os.ErrNotExist):
-		return fallback(g.source + " without the cpu controller's limit: " + err.Error())
+		return process(g.source + " without the cpu controller's limit (" + err.Error() + "): reading this process's CPU time")
 	default:
-		return fallback(fmt.Sprintf("%s %s unreadable: %v", g.source, g.limitName, err))
+		return process(fmt.Sprintf("%s %s unreadable (%v): reading this process's CPU time", g.source, g.limitName, err))
 	}
-	if _, err := readUsage(fs, g.usageFile, g.parseUsage); err != nil {
-		return fallback(g.source + " usage unreadable: " + err.Error())
-	}
-	usage := func() (time.Duration, error) { return readUsage(fs, g.usageFile, g.parseUsage) }
 
-	switch {
-	case override > 0:
-		return cpuPlan{usage: usage, capacity: override, source: g.source,
-			reason: fmt.Sprintf("capacity set to %.3g CPUs by Config.CPUs", override)}
-	case math.IsInf(limit, 1):
-		return fallback("no CPU limit applies (" + strings.Join(notes, "; ") + "); using host-wide CPU")
+	// The quota binds the group at where: its usage is what fills the quota. Fall back to the process's own
+	// group, then to the process, when that counter cannot be read.
+	var usageFile string
+	for _, d := range []string{where, g.dir} {
+		f, why := g.usageFile(d)
+		if f == "" {
+			return process(why + ": reading this process's CPU time")
+		}
+		if _, err := readUsage(fs, f, g.parseUsage); err == nil {
+			usageFile = f
+			break
+		} else if d == g.dir {
+			return process(g.source + " usage unreadable (" + err.Error() + "): reading this process's CPU time")
+		}
 	}
+	usage := func() (time.Duration, error) { return readUsage(fs, usageFile, g.parseUsage) }
+	if override > 0 {
+		notes = append(notes, fmt.Sprintf("capacity set to %.3g CPUs by Config.CPUs", override))
+		return cpuPlan{usage: usage, capacity: override, source: g.source, reason: strings.Join(notes, "; ")}
+	}
+	notes = append(notes, "usage from "+usageFile)
 	return cpuPlan{usage: usage, capacity: limit, source: g.source, reason: strings.Join(notes, "; ")}
 }
 

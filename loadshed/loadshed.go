@@ -71,21 +71,20 @@ type Stats struct {
 	SamplerErrors       uint64  `json:"sampler_errors"`
 	DryRun              bool    `json:"dry_run"`
 	Signal              string  `json:"signal"`
+	// Readings holds each signal's last load when Signal combines several (the default does), and what each
+	// reads and why.
+	Readings []Reading `json:"readings,omitempty"`
 }
 
 // NewShedder validates config (panicking on invalid values, naming the field), takes the first load reading and
 // starts the background sampler.
 func NewShedder(config ...Config) *Shedder {
 	cfg := configDefault(config...)
-	sig, sigName := cfg.Signal, "custom"
+	sig := cfg.Signal
 	if sig == nil {
-		c := NewCPU(cfg.CPUs)
-		log.Infof("loadshed: CPU signal from %s, %.3g CPUs: %s", c.Source(), c.Capacity(), c.Reason())
-		sig = c
+		sig = DefaultSignal(cfg.CPUs)
 	}
-	if c, ok := sig.(*CPU); ok {
-		sigName = c.Source() + ", " + strconv.FormatFloat(c.Capacity(), 'g', 3, 64) + " CPUs"
-	}
+	logSignal(sig)
 	s := &Shedder{
 		next:       cfg.Next,
 		critical:   cfg.Critical,
@@ -93,7 +92,7 @@ func NewShedder(config ...Config) *Shedder {
 		dryRun:     cfg.DryRun,
 		policy:     Policy{Lower: cfg.Lower, Upper: cfg.Upper, CriticalLower: cfg.CriticalLower, CriticalUpper: cfg.CriticalUpper},
 		signal:     sig,
-		signalName: sigName,
+		signalName: signalName(sig),
 		smoothing:  cfg.Smoothing,
 		done:       make(chan struct{}),
 	}
@@ -151,7 +150,18 @@ func (s *Shedder) Stats() Stats {
 		SamplerErrors:       s.samplerErrors.Load(),
 		DryRun:              s.dryRun,
 		Signal:              s.signalName,
+		Readings:            s.readings(),
 	}
+}
+
+func (s *Shedder) readings() []Reading {
+	switch sig := s.signal.(type) {
+	case *Combined:
+		return sig.Readings()
+	case *CPU, *Pressure:
+		return []Reading{{Signal: s.signalName, Load: s.state.Load().load, Reason: signalReason(sig)}}
+	}
+	return nil
 }
 
 // Close stops the sampler, waits for it to exit and unregisters the metrics. The middleware keeps working with
@@ -184,10 +194,33 @@ func (s *Shedder) run(ctx context.Context, interval time.Duration) {
 // errBadReading reports a reading that is not a finite, non-negative number.
 var errBadReading = errors.New("loadshed: signal returned a reading that is not a finite number >= 0")
 
+func validLoad(load float64) bool { return !math.IsNaN(load) && !math.IsInf(load, 0) && load >= 0 }
+
+// logSignal says at start what the load is read from and why: a CPU signal names its source and the reason for
+// it (a cpuacct group apart from the cpu group, no limit, a cpuset).
+func logSignal(sig Signal) {
+	if signalName(sig) == "custom" {
+		return
+	}
+	log.Infof("loadshed: load is %s", signalName(sig))
+	sigs := []Signal{sig}
+	if c, ok := sig.(*Combined); ok {
+		sigs = c.Signals()
+	}
+	for _, s := range sigs {
+		switch s := s.(type) {
+		case *CPU:
+			log.Infof("loadshed: CPU from %s: %s", s.Source(), s.Reason())
+		case *Pressure:
+			log.Infof("loadshed: CPU pressure: %s", s.Reason())
+		}
+	}
+}
+
 // sample reads the signal once and publishes the smoothed load. Only NewShedder and the sampler goroutine call it.
 func (s *Shedder) sample(first bool) {
 	load, err := s.signal.Load()
-	if err == nil && (math.IsNaN(load) || math.IsInf(load, 0) || load < 0) {
+	if err == nil && !validLoad(load) {
 		err = errBadReading
 	}
 	if err != nil {

@@ -3,8 +3,6 @@ package throttle
 import (
 	"context"
 	"fmt"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/gofiber/fiber/v2/log"
@@ -42,22 +40,20 @@ func funcEvaluator(f func(context.Context) (bool, error)) evaluator {
 	}
 }
 
-// signalRunner evaluates one signal on its own goroutine, one evaluation at a time, and applies the result to
-// its owner's window.
+// signalRunner evaluates one signal on its own goroutine, one evaluation at a time, and hands each result to
+// its owner, which applies it to the window.
 type signalRunner struct {
 	sig      Signal
 	eval     evaluator
 	owner    *Throttler
 	duration prometheus.Observer // nil without metrics
 
-	firing atomic.Bool
-
-	// tracker, lastErr and wasStale belong to the runner's goroutine; the rest is read by status() under mu.
+	// tracker and the log state belong to the runner's goroutine.
 	tracker  Tracker
-	lastErr  string
+	lastErr  string // the last error logged, so that a repeated one is logged once
 	wasStale bool
 
-	mu          sync.Mutex
+	// The rest is guarded by owner.mu: written by Throttler.apply, read by Snapshot and the metrics.
 	state       State
 	evaluations uint64
 	errors      uint64
@@ -83,8 +79,8 @@ func (r *signalRunner) run(ctx context.Context) {
 	}
 }
 
-// evaluate runs one evaluation with the signal's timeout and applies it: the signal's state is updated, the
-// window's growth is held while any signal fires, and a firing evaluation halves the window once.
+// evaluate runs one evaluation with the signal's timeout, turns its verdict into the signal's state and hands
+// that to the owner, which applies it to the window.
 func (r *signalRunner) evaluate(ctx context.Context) {
 	qctx, cancel := context.WithTimeout(ctx, r.sig.Timeout)
 	start := time.Now()
@@ -99,9 +95,15 @@ func (r *signalRunner) evaluate(ctx context.Context) {
 	}
 	now := time.Now()
 	state := r.tracker.Observe(now, verdict)
+	r.logChange(state, err)
+	r.owner.apply(r, now, state, err)
+}
 
+// logChange logs what changed with this evaluation: each new error once rather than every interval, the moment
+// the fail mode takes over, and the recovery.
+func (r *signalRunner) logChange(state State, err error) {
 	switch {
-	case err != nil && err.Error() != r.lastErr: // log each new error once, not every interval
+	case err != nil && err.Error() != r.lastErr:
 		log.Warnf("throttle: signal %q: %v (%s)", r.sig.Name, err, describe(state))
 		r.lastErr = err.Error()
 	case err != nil && state.Stale && !r.wasStale: // the same error, but the fail mode now decides
@@ -111,17 +113,13 @@ func (r *signalRunner) evaluate(ctx context.Context) {
 		r.lastErr = ""
 	}
 	r.wasStale = state.Stale
+}
 
-	r.firing.Store(state.Firing)
-	r.owner.signalChanged()
-	if state.Firing {
-		r.owner.window.Backoff()
-	}
-
-	r.mu.Lock()
+// record stores an applied evaluation for the status and the metrics. The caller holds owner.mu.
+func (r *signalRunner) record(now time.Time, state State, err error) {
 	r.state = state
 	r.evaluations++
-	r.byVerdict[verdict]++
+	r.byVerdict[state.Verdict]++
 	if err != nil {
 		r.errors++
 		r.errText = err.Error()
@@ -132,7 +130,6 @@ func (r *signalRunner) evaluate(ctx context.Context) {
 	if state.Firing {
 		r.backoffs++
 	}
-	r.mu.Unlock()
 }
 
 func describe(s State) string {
@@ -145,13 +142,12 @@ func describe(s State) string {
 	return ""
 }
 
+// status returns the signal's state. The caller holds owner.mu.
 func (r *signalRunner) status() SignalStatus {
 	kind := "promql"
 	if r.sig.Func != nil {
 		kind = "func"
 	}
-	r.mu.Lock()
-	defer r.mu.Unlock()
 	st := SignalStatus{
 		Name:        r.sig.Name,
 		Kind:        kind,
@@ -172,7 +168,7 @@ func (r *signalRunner) status() SignalStatus {
 
 // verdictCounts returns how many evaluations ended with each Verdict, indexed by Verdict.
 func (r *signalRunner) verdictCounts() [VerdictError + 1]uint64 {
-	r.mu.Lock()
-	defer r.mu.Unlock()
+	r.owner.mu.Lock()
+	defer r.owner.mu.Unlock()
 	return r.byVerdict
 }

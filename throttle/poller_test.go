@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -19,7 +20,11 @@ import (
 // grow saturates the throttler's window until it reaches size (growth must not be held).
 func grow(t *testing.T, th *Throttler, size int) {
 	t.Helper()
-	for th.window.Size() < size {
+	for round := 0; th.window.Size() < size; round++ {
+		if round > 2*size { // each round grows the window by one unless growth is held
+			drain(th.window)
+			t.Fatalf("window stuck at %d while growing to %d: growth held (%+v)", th.window.Size(), size, th.Snapshot())
+		}
 		saturate(th.window, th.window.Size())
 	}
 	drain(th.window)
@@ -418,4 +423,93 @@ func TestPrometheusSignalSteersTheWindow(t *testing.T) {
 		t.Fatalf("window %d after two rounds with the query false, want 4", w)
 	}
 	drain(th.window)
+}
+
+// TestGrowthHeldWhenSignalsFinishTogether replays the interleaving of a calm signal finishing together with a
+// firing one: the calm signal has read every signal's state (none fires yet) and is about to set the window's
+// hold when the firing signal's evaluation completes. Whatever the order, the hold left behind must agree with
+// the states: held, since a signal fires.
+func TestGrowthHeldWhenSignalsFinishTogether(t *testing.T) {
+	goFiring, goCalm := make(chan struct{}), make(chan struct{})
+	gated := func(gate <-chan struct{}, firing bool) func(context.Context) (bool, error) {
+		return func(ctx context.Context) (bool, error) {
+			select {
+			case <-gate:
+				return firing, nil
+			case <-ctx.Done():
+				return false, ctx.Err()
+			}
+		}
+	}
+	th := NewThrottler(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64, Interval: time.Hour,
+		Signals: []Signal{{Name: "firing", Func: gated(goFiring, true)}, {Name: "calm", Func: gated(goCalm, false)}}})
+	defer th.Close()
+	calmPaused, resumeCalm := make(chan struct{}), make(chan struct{})
+	th.beforeHold = func(signal string) { // set before the gates open: the evaluations happen after this write
+		if signal == "calm" {
+			close(calmPaused)
+			<-resumeCalm
+		}
+	}
+
+	close(goCalm)
+	<-calmPaused
+	close(goFiring)
+	// Unordered, the firing signal sets the hold at once; ordered, it cannot apply its evaluation before the calm
+	// one is done, and the wait runs out.
+	for deadline := time.Now().Add(100 * time.Millisecond); !th.window.Held() && time.Now().Before(deadline); {
+		time.Sleep(time.Millisecond)
+	}
+	close(resumeCalm)
+	waitFor(t, func() bool {
+		s := th.Snapshot()
+		return s.Signals[0].Evaluations == 1 && s.Signals[1].Evaluations == 1
+	})
+
+	s := th.Snapshot()
+	if !s.Signals[0].Firing || s.Signals[1].Firing || !s.GrowthHeld {
+		t.Fatalf("after both evaluations: firing=%t calm=%t growth held=%t, want the hold on while a signal fires",
+			s.Signals[0].Firing, s.Signals[1].Firing, s.GrowthHeld)
+	}
+	saturate(th.window, 100)
+	if w := th.Window(); w != 2 {
+		t.Fatalf("window grew to %d while a signal fires, want 2", w)
+	}
+}
+
+// TestSnapshotHoldAgreesWithSignals flips three signals at random as fast as they are evaluated while
+// snapshots are taken: every snapshot shows growth held exactly when one of its signals fires, and so does the
+// window once the signals stop.
+func TestSnapshotHoldAgreesWithSignals(t *testing.T) {
+	flipping := func(seed uint64) func(context.Context) (bool, error) {
+		rng := rand.New(rand.NewPCG(seed, 1)) // used by this signal's goroutine only
+		return func(context.Context) (bool, error) { return rng.IntN(3) == 0, nil }
+	}
+	th := NewThrottler(Config{DisableMetrics: true, Interval: time.Millisecond,
+		Signals: []Signal{{Name: "a", Func: flipping(1)}, {Name: "b", Func: flipping(2)}, {Name: "c", Func: flipping(3)}}})
+	defer th.Close()
+
+	const evaluations = 200 // per signal: enough flips that an unordered hold shows up
+	deadline := time.Now().Add(5 * time.Second)
+	for done := false; !done; {
+		s := th.Snapshot()
+		anyFiring := false
+		done = true
+		for _, sig := range s.Signals {
+			anyFiring = anyFiring || sig.Firing
+			done = done && sig.Evaluations >= evaluations
+		}
+		if s.GrowthHeld != anyFiring {
+			t.Fatalf("snapshot shows growth held=%t with signals %+v", s.GrowthHeld, s.Signals)
+		}
+		if time.Now().After(deadline) {
+			break // a loaded machine evaluates less often; the invariant has been checked all along
+		}
+	}
+	th.Close()
+	s := th.Snapshot()
+	anyFiring := s.Signals[0].Firing || s.Signals[1].Firing || s.Signals[2].Firing
+	if th.window.Held() != anyFiring || s.GrowthHeld != anyFiring {
+		t.Fatalf("after Close: window held=%t, snapshot held=%t, signals %+v", th.window.Held(), s.GrowthHeld, s.Signals)
+	}
 }

@@ -40,6 +40,13 @@ type Throttler struct {
 
 	signals []*signalRunner
 
+	// mu orders the application of evaluations (see apply) and lets Snapshot read the window's hold and every
+	// signal's state together.
+	mu sync.Mutex
+	// beforeHold, when set (by tests), is called by apply with mu held, between computing the hold and setting
+	// it: the point where two signals finishing together would interleave if apply were not serialised.
+	beforeHold func(signal string)
+
 	transport *http.Transport // owned (nil when Config.RoundTripper is given): idle connections closed by Close
 	cancel    context.CancelFunc
 	wg        sync.WaitGroup
@@ -163,18 +170,21 @@ func (t *Throttler) handle(c *fiber.Ctx) error {
 // Window returns the current window size.
 func (t *Throttler) Window() int { return t.window.Size() }
 
-// Snapshot returns the window, counters and every signal's state.
+// Snapshot returns the window, counters and every signal's state. GrowthHeld and the signals' states are read
+// together: GrowthHeld is true exactly when a signal in Signals is firing.
 func (t *Throttler) Snapshot() Snapshot {
 	s := Snapshot{
-		Window:     t.window.Size(),
-		InFlight:   t.window.InFlight(),
-		WindowMin:  t.window.Min(),
-		WindowMax:  t.window.Max(),
-		GrowthHeld: t.window.Held(),
-		Admitted:   t.admitted.Load(),
-		Rejected:   t.rejected.Load(),
-		Signals:    make([]SignalStatus, len(t.signals)),
+		Window:    t.window.Size(),
+		InFlight:  t.window.InFlight(),
+		WindowMin: t.window.Min(),
+		WindowMax: t.window.Max(),
+		Admitted:  t.admitted.Load(),
+		Rejected:  t.rejected.Load(),
+		Signals:   make([]SignalStatus, len(t.signals)),
 	}
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	s.GrowthHeld = t.window.Held()
 	for i, r := range t.signals {
 		s.Signals[i] = r.status()
 	}
@@ -198,16 +208,26 @@ func (t *Throttler) Close() error {
 	return nil
 }
 
-// signalChanged recomputes the window's hold from every signal's state: growth stops while any signal fires.
-func (t *Throttler) signalChanged() {
+// apply records an evaluation of r and steers the window by it: growth is held while any signal fires, and a
+// firing evaluation halves the window once. Evaluations are applied one at a time: the hold is computed from
+// every signal's state and written before another signal can change its own, so the last hold written always
+// agrees with the states. Unordered, two signals finishing together could write their holds in the opposite
+// order of their reads, and the window would grow while one of them fires until its next evaluation.
+func (t *Throttler) apply(r *signalRunner, now time.Time, state State, err error) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	r.record(now, state, err)
 	hold := false
-	for _, r := range t.signals {
-		if r.firing.Load() {
-			hold = true
-			break
-		}
+	for _, s := range t.signals {
+		hold = hold || s.state.Firing
+	}
+	if t.beforeHold != nil {
+		t.beforeHold(r.sig.Name)
 	}
 	t.window.SetHold(hold)
+	if state.Firing {
+		t.window.Backoff()
+	}
 }
 
 // rejectWith returns the default LimitReached handler. The header value is formatted once, here, so the

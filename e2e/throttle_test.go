@@ -153,7 +153,7 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 	// Phase 4: Prometheus goes away. The last value (not firing) is kept for the staleness period, then the
 	// fail mode decides.
 	waitUntil("windows back at the maximum", func() bool { return closed.Window() == windowMax && open.Window() == windowMax })
-	lastOK := sig(closed).LastSuccess
+	lastOK := *sig(closed).LastSuccess
 	prom.Stop()
 	stopped := time.Now()
 	waitUntil("a failed evaluation", func() bool { return sig(closed).Errors > 0 && sig(open).Errors > 0 })

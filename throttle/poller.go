@@ -60,7 +60,7 @@ type signalRunner struct {
 	backoffs    uint64
 	byVerdict   [VerdictError + 1]uint64
 	errText     string
-	lastSuccess time.Time
+	lastSuccess time.Time // zero before the first success
 }
 
 // run evaluates the signal at once, then at every tick, until ctx is done. Evaluations run one after another
@@ -158,10 +158,13 @@ func (r *signalRunner) status() SignalStatus {
 		Errors:      r.errors,
 		Backoffs:    r.backoffs,
 		LastError:   r.errText,
-		LastSuccess: r.lastSuccess,
 	}
 	if r.evaluations > 0 {
 		st.Verdict = r.state.Verdict.String()
+	}
+	if !r.lastSuccess.IsZero() {
+		at := r.lastSuccess // a copy: the snapshot must not share the runner's memory
+		st.LastSuccess = &at
 	}
 	return st
 }

@@ -80,11 +80,12 @@ type SignalStatus struct {
 	Held  bool `json:"held"`
 	Stale bool `json:"stale"`
 	// Evaluations counts evaluations (a signal not evaluated yet has 0); Errors counts failed ones.
-	Evaluations uint64    `json:"evaluations"`
-	Errors      uint64    `json:"errors"`
-	Backoffs    uint64    `json:"backoffs"`
-	LastError   string    `json:"last_error,omitempty"`
-	LastSuccess time.Time `json:"last_success"`
+	Evaluations uint64 `json:"evaluations"`
+	Errors      uint64 `json:"errors"`
+	Backoffs    uint64 `json:"backoffs"`
+	LastError   string `json:"last_error,omitempty"`
+	// LastSuccess is when an evaluation last succeeded; nil (JSON null) before the first success.
+	LastSuccess *time.Time `json:"last_success"`
 }
 
 // NewThrottler validates config (panicking on invalid values, naming the field), starts one goroutine per

@@ -59,7 +59,8 @@ type Config struct {
 	Staleness time.Duration
 
 	// FailMode is the state of a signal that has been failing for Staleness: FailOpen (not firing) or
-	// FailClosed (firing, so the window backs off towards WindowMin).
+	// FailClosed (firing, so the window backs off towards WindowMin). It decides errors that may pass only: a
+	// query Prometheus rejects as invalid (bad_data) fires in neither mode; it is reported as invalid instead.
 	//
 	// Optional. Default: FailOpen
 	FailMode FailMode

@@ -17,6 +17,7 @@ type metrics struct {
 	inflight  *prometheus.Desc
 	requests  *prometheus.Desc
 	firing    *prometheus.Desc
+	invalid   *prometheus.Desc
 	evals     *prometheus.Desc
 	errors    *prometheus.Desc
 	backoffs  *prometheus.Desc
@@ -38,8 +39,10 @@ func registerMetrics(reg prometheus.Registerer, name string, t *Throttler) *metr
 			"Requests by admission decision.", []string{"decision"}, labels),
 		firing: prometheus.NewDesc("fiberguard_throttle_signal_firing",
 			"1 while the signal fires (including a stale signal under fail-closed).", []string{"signal"}, labels),
+		invalid: prometheus.NewDesc("fiberguard_throttle_signal_invalid",
+			"1 while the signal's query is invalid (Prometheus rejects it as bad_data, or it yields a range vector or a string): it does not fire until fixed.", []string{"signal"}, labels),
 		evals: prometheus.NewDesc("fiberguard_throttle_signal_evaluations_total",
-			"Signal evaluations by verdict: firing, false, no_data or error.", []string{"signal", "verdict"}, labels),
+			"Signal evaluations by verdict: firing, false, no_data, error or invalid.", []string{"signal", "verdict"}, labels),
 		errors: prometheus.NewDesc("fiberguard_throttle_query_errors_total",
 			"Signal evaluations that failed (query or function errors).", []string{"signal"}, labels),
 		backoffs: prometheus.NewDesc("fiberguard_throttle_backoffs_total",
@@ -75,6 +78,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.inflight
 	ch <- m.requests
 	ch <- m.firing
+	ch <- m.invalid
 	ch <- m.evals
 	ch <- m.errors
 	ch <- m.backoffs
@@ -92,11 +96,8 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.requests, prometheus.CounterValue, float64(s.Rejected), "rejected")
 	for i, sig := range s.Signals {
 		r := m.t.signals[i]
-		firing := 0.0
-		if sig.Firing {
-			firing = 1
-		}
-		ch <- prometheus.MustNewConstMetric(m.firing, prometheus.GaugeValue, firing, sig.Name)
+		ch <- prometheus.MustNewConstMetric(m.firing, prometheus.GaugeValue, gauge(sig.Firing), sig.Name)
+		ch <- prometheus.MustNewConstMetric(m.invalid, prometheus.GaugeValue, gauge(sig.Invalid), sig.Name)
 		for v, n := range r.verdictCounts() {
 			ch <- prometheus.MustNewConstMetric(m.evals, prometheus.CounterValue, float64(n), sig.Name, Verdict(v).String())
 		}
@@ -104,4 +105,11 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(m.backoffs, prometheus.CounterValue, float64(sig.Backoffs), sig.Name)
 	}
 	m.durations.Collect(ch)
+}
+
+func gauge(b bool) float64 {
+	if b {
+		return 1
+	}
+	return 0
 }

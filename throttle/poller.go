@@ -31,8 +31,8 @@ func funcEvaluator(f func(context.Context) (bool, error)) evaluator {
 		}()
 		firing, err := f(ctx)
 		switch {
-		case err != nil:
-			return VerdictError, err
+		case err != nil: // a function that queries Prometheus itself gets the same reading of its errors
+			return errorVerdict(err), err
 		case firing:
 			return VerdictFiring, nil
 		}
@@ -49,16 +49,17 @@ type signalRunner struct {
 	duration prometheus.Observer // nil without metrics
 
 	// tracker and the log state belong to the runner's goroutine.
-	tracker  Tracker
-	lastErr  string // the last error logged, so that a repeated one is logged once
-	wasStale bool
+	tracker     Tracker
+	lastErr     string // the last transient error logged, so that a repeated one is logged once
+	lastInvalid string // the last invalid-query error logged
+	wasStale    bool
 
 	// The rest is guarded by owner.mu: written by Throttler.apply, read by Snapshot and the metrics.
 	state       State
 	evaluations uint64
 	errors      uint64
 	backoffs    uint64
-	byVerdict   [VerdictError + 1]uint64
+	byVerdict   [numVerdicts]uint64
 	errText     string
 	lastSuccess time.Time // zero before the first success
 }
@@ -100,17 +101,26 @@ func (r *signalRunner) evaluate(ctx context.Context) {
 }
 
 // logChange logs what changed with this evaluation: each new error once rather than every interval, the moment
-// the fail mode takes over, and the recovery.
+// the fail mode takes over, and the recovery. An invalid query is logged at error level, since no retry can fix
+// it and it silently disables the signal.
 func (r *signalRunner) logChange(state State, err error) {
 	switch {
+	case state.Verdict == VerdictInvalid && err.Error() != r.lastInvalid:
+		what := "its function reports an invalid query"
+		if r.sig.Func == nil {
+			what = fmt.Sprintf("query %q is invalid", r.sig.Query)
+		}
+		log.Errorf("throttle: signal %q: %s, so the signal never fires until it is fixed: %v", r.sig.Name, what, err)
+		r.lastInvalid = err.Error()
+	case state.Verdict == VerdictInvalid:
 	case err != nil && err.Error() != r.lastErr:
 		log.Warnf("throttle: signal %q: %v (%s)", r.sig.Name, err, describe(state))
 		r.lastErr = err.Error()
 	case err != nil && state.Stale && !r.wasStale: // the same error, but the fail mode now decides
 		log.Warnf("throttle: signal %q: no successful evaluation for %v, %s applies: firing=%t", r.sig.Name, r.tracker.Staleness, r.tracker.FailMode, state.Firing)
-	case err == nil && r.lastErr != "":
+	case err == nil && (r.lastErr != "" || r.lastInvalid != ""):
 		log.Infof("throttle: signal %q evaluates again", r.sig.Name)
-		r.lastErr = ""
+		r.lastErr, r.lastInvalid = "", ""
 	}
 	r.wasStale = state.Stale
 }
@@ -134,6 +144,8 @@ func (r *signalRunner) record(now time.Time, state State, err error) {
 
 func describe(s State) string {
 	switch {
+	case s.Invalid:
+		return "the query was found invalid, not firing"
 	case s.Held:
 		return fmt.Sprintf("keeping the last value, firing=%t", s.Firing)
 	case s.Stale:
@@ -154,6 +166,7 @@ func (r *signalRunner) status() SignalStatus {
 		Firing:      r.state.Firing,
 		Held:        r.state.Held,
 		Stale:       r.state.Stale,
+		Invalid:     r.state.Invalid,
 		Evaluations: r.evaluations,
 		Errors:      r.errors,
 		Backoffs:    r.backoffs,
@@ -170,7 +183,7 @@ func (r *signalRunner) status() SignalStatus {
 }
 
 // verdictCounts returns how many evaluations ended with each Verdict, indexed by Verdict.
-func (r *signalRunner) verdictCounts() [VerdictError + 1]uint64 {
+func (r *signalRunner) verdictCounts() [numVerdicts]uint64 {
 	r.owner.mu.Lock()
 	defer r.owner.mu.Unlock()
 	return r.byVerdict

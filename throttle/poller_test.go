@@ -8,13 +8,18 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/gofiber/fiber/v2/log"
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
 // grow saturates the throttler's window until it reaches size (growth must not be held).
@@ -353,9 +358,15 @@ func TestQueryEvaluatorOverHTTP(t *testing.T) {
 		{"NaN sample", srv.URL, 200, vectorBody("NaN"), VerdictNoData},
 		{"scalar 1", srv.URL, 200, `{"status":"success","data":{"resultType":"scalar","result":[1764500000,"1"]}}`, VerdictFiring},
 		{"scalar NaN", srv.URL, 200, `{"status":"success","data":{"resultType":"scalar","result":[1764500000,"NaN"]}}`, VerdictNoData},
-		{"matrix", srv.URL, 200, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1764500000,"1"]]}]}}`, VerdictError},
-		{"bad query: 400", srv.URL, 400, `{"status":"error","errorType":"bad_data","error":"parse error"}`, VerdictError},
+		{"matrix: a range vector query", srv.URL, 200, `{"status":"success","data":{"resultType":"matrix","result":[{"metric":{},"values":[[1764500000,"1"]]}]}}`, VerdictInvalid},
+		// client_golang does not decode a string result at all: it reports a bad response, which may pass.
+		{"string: client_golang cannot decode it", srv.URL, 200, `{"status":"success","data":{"resultType":"string","result":[1764500000,"x"]}}`, VerdictError},
+		{"bad query: 400 bad_data", srv.URL, 400, `{"status":"error","errorType":"bad_data","error":"1:11: parse error: unexpected end of input"}`, VerdictInvalid},
+		{"execution error: 422", srv.URL, 422, `{"status":"error","errorType":"execution","error":"many-to-many matching not allowed"}`, VerdictError},
+		{"400 from a proxy, not Prometheus", srv.URL, 400, `<html>bad request</html>`, VerdictError},
+		{"404: not the query API", srv.URL, 404, `404 page not found`, VerdictError},
 		{"server error: 500", srv.URL, 500, `internal error`, VerdictError},
+		{"query timeout: 503", srv.URL, 503, `{"status":"error","errorType":"timeout","error":"query timed out in expression evaluation"}`, VerdictError},
 		{"overloaded: 503", srv.URL, 503, `{"status":"error","errorType":"unavailable","error":"busy"}`, VerdictError},
 		{"garbage body", srv.URL, 200, `<html>not prometheus</html>`, VerdictError},
 		{"truncated JSON", srv.URL, 200, `{"status":"success","data":{"resultType":"vector","result":[`, VerdictError},
@@ -378,7 +389,7 @@ func TestQueryEvaluatorOverHTTP(t *testing.T) {
 			ctx, cancel := context.WithTimeout(context.Background(), timeout)
 			defer cancel()
 			got, err := queryEvaluator(promv1.NewAPI(client), "x > 0.5")(ctx)
-			if got != tt.want || (got == VerdictError) != (err != nil) {
+			if failed := got == VerdictError || got == VerdictInvalid; got != tt.want || failed != (err != nil) {
 				t.Fatalf("verdict %v (err %v), want %v", got, err, tt.want)
 			}
 		})
@@ -511,5 +522,160 @@ func TestSnapshotHoldAgreesWithSignals(t *testing.T) {
 	anyFiring := s.Signals[0].Firing || s.Signals[1].Firing || s.Signals[2].Firing
 	if th.window.Held() != anyFiring || s.GrowthHeld != anyFiring {
 		t.Fatalf("after Close: window held=%t, snapshot held=%t, signals %+v", th.window.Held(), s.GrowthHeld, s.Signals)
+	}
+}
+
+// logBuffer collects what the fiber logger writes during a test.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf strings.Builder
+}
+
+func (b *logBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *logBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+func captureLog(t *testing.T) *logBuffer {
+	b := &logBuffer{}
+	log.SetOutput(b)
+	t.Cleanup(func() { log.SetOutput(os.Stderr) })
+	return b
+}
+
+// TestInvalidQueryNeverFires: a query Prometheus rejects as bad_data (a typo) is a configuration bug, not
+// backpressure. Under fail-closed it must not pin the window to its minimum, not even when errors that may
+// pass (Prometheus unavailable) come in between and staleness runs out; it shows as invalid and is logged at
+// error level once. Once the query evaluates, the signal works as any other.
+func TestInvalidQueryNeverFires(t *testing.T) {
+	logs := captureLog(t)
+	synctest.Test(t, func(t *testing.T) {
+		badData := &promv1.Error{Type: promv1.ErrBadData, Msg: `1:8: parse error: unexpected end of input`}
+		unavailable := &promv1.Error{Type: promv1.ErrServer, Msg: "server error: 503"}
+		var answer atomic.Pointer[promv1.Error] // the error Prometheus answers with, or nil to fire
+		answer.Store(badData)
+		th := NewThrottler(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64,
+			FailMode: FailClosed, Staleness: 30 * time.Second,
+			Signals: []Signal{{Name: "typo", Interval: 10 * time.Second, Func: func(context.Context) (bool, error) {
+				if err := answer.Load(); err != nil {
+					return false, err
+				}
+				return true, nil
+			}}}})
+		defer th.Close()
+		synctest.Wait()
+		check := func(when, verdict string, invalid bool) {
+			t.Helper()
+			s := th.Snapshot()
+			if sig := s.Signals[0]; sig.Verdict != verdict || sig.Invalid != invalid || sig.Firing || s.GrowthHeld || sig.Backoffs != 0 {
+				t.Fatalf("%s: %+v, growth held %t; want verdict %s, invalid %t, never firing", when, sig, s.GrowthHeld, verdict, invalid)
+			}
+		}
+		check("first evaluation", "invalid", true)
+		grow(t, th, 64)
+
+		// 10 s to 120 s: bad_data and 503 alternate, far past the 30 s staleness; no evaluation ever succeeded.
+		for i := 1; i <= 12; i++ {
+			if i%2 == 1 {
+				answer.Store(unavailable)
+			} else {
+				answer.Store(badData)
+			}
+			time.Sleep(10 * time.Second)
+			synctest.Wait()
+			if i%2 == 1 {
+				check(fmt.Sprintf("503 at %d s, the query known invalid", 10*i), "error", true)
+			} else {
+				check(fmt.Sprintf("bad_data at %d s", 10*i), "invalid", true)
+			}
+			if w := th.Window(); w != 64 {
+				t.Fatalf("window %d at %d s, want 64: an invalid query must not throttle", w, 10*i)
+			}
+		}
+		if s := th.Snapshot().Signals[0]; s.Errors != 13 || s.LastError != badData.Error() || s.LastSuccess != nil {
+			t.Fatalf("after 13 failed evaluations: %+v", s)
+		}
+		if n := strings.Count(logs.String(), "[Error] throttle: signal \"typo\": its function reports an invalid query, so the signal never fires"); n != 1 {
+			t.Fatalf("invalid query logged at error level %d times, want once:\n%s", n, logs)
+		}
+
+		// Fixed (or the server now understands it): the signal fires and the window halves, as for any signal.
+		answer.Store(nil)
+		time.Sleep(10 * time.Second)
+		synctest.Wait()
+		s := th.Snapshot()
+		if sig := s.Signals[0]; !sig.Firing || sig.Invalid || sig.Verdict != "firing" || !s.GrowthHeld || s.Window != 32 || sig.LastSuccess == nil {
+			t.Fatalf("query valid and firing: %+v, want firing, no longer invalid, window 32", s)
+		}
+		if !strings.Contains(logs.String(), `signal "typo" evaluates again`) {
+			t.Fatalf("recovery not logged:\n%s", logs)
+		}
+		// Now the fail mode applies to errors again: a Prometheus down past staleness fails closed.
+		answer.Store(unavailable)
+		time.Sleep(40 * time.Second)
+		synctest.Wait()
+		if sig := th.Snapshot().Signals[0]; !sig.Firing || !sig.Stale || sig.Invalid {
+			t.Fatalf("503s past staleness after a success: %+v, want stale and fail-closed", sig)
+		}
+	})
+}
+
+// TestInvalidQueryOverHTTP runs an invalid query through a real HTTP Prometheus API: 400 bad_data under
+// fail-closed leaves the window free to grow and shows the signal as invalid, in the snapshot and the metrics.
+// A 422 execution error, which depends on the data the query meets, is an error like any other: under
+// fail-closed with no success yet it fires.
+func TestInvalidQueryOverHTTP(t *testing.T) {
+	logs := captureLog(t)
+	var status atomic.Int32
+	var body atomic.Value
+	srv := fakeProm(t, &status, &body)
+	start := func(code int, answer string) (*Throttler, *prometheus.Registry) {
+		status.Store(int32(code))
+		body.Store(answer)
+		reg := prometheus.NewRegistry()
+		th := NewThrottler(Config{Registerer: reg, Name: "api", PrometheusURL: srv.URL,
+			Signals:  []Signal{{Name: "q", Query: "backend_busy >"}},
+			Interval: 20 * time.Millisecond, Timeout: 5 * time.Second, Staleness: 40 * time.Millisecond,
+			FailMode: FailClosed, WindowMin: 2, WindowMax: 64})
+		t.Cleanup(func() { th.Close() })
+		waitFor(t, func() bool { return th.Snapshot().Signals[0].Evaluations >= 5 }) // well past staleness
+		return th, reg
+	}
+	const (
+		invalid = `fiberguard_throttle_signal_invalid{signal="q",throttle="api"}`
+		firing  = `fiberguard_throttle_signal_firing{signal="q",throttle="api"}`
+	)
+
+	th, reg := start(400, `{"status":"error","errorType":"bad_data","error":"1:15: parse error: unexpected end of input"}`)
+	grow(t, th, 64)
+	s := th.Snapshot()
+	if sig := s.Signals[0]; !sig.Invalid || sig.Verdict != "invalid" || sig.Firing || s.GrowthHeld || s.Window != 64 {
+		t.Fatalf("400 bad_data under fail-closed: %+v, want invalid, not firing, window 64", s)
+	}
+	got := gather(t, reg)
+	if got[invalid] != 1 || got[firing] != 0 {
+		t.Errorf("%s = %v, %s = %v; want 1 and 0", invalid, got[invalid], firing, got[firing])
+	}
+	if v := got[`fiberguard_throttle_signal_evaluations_total{signal="q",throttle="api",verdict="invalid"}`]; v < 5 {
+		t.Errorf("evaluations with verdict invalid = %v, want >= 5", v)
+	}
+	if want := `[Error] throttle: signal "q": query "backend_busy >" is invalid`; strings.Count(logs.String(), want) != 1 {
+		t.Errorf("want one error-level line naming the query (%s), got:\n%s", want, logs)
+	}
+	th.Close()
+
+	th, reg = start(422, `{"status":"error","errorType":"execution","error":"many-to-many matching not allowed"}`)
+	if sig := th.Snapshot().Signals[0]; sig.Invalid || sig.Verdict != "error" || !sig.Stale || !sig.Firing || th.Window() != 2 {
+		t.Fatalf("422 execution error under fail-closed: %+v, window %d; want stale, firing, window 2", sig, th.Window())
+	}
+	if got := gather(t, reg); got[invalid] != 0 || got[firing] != 1 {
+		t.Errorf("%s = %v, %s = %v after 422s; want 0 and 1", invalid, got[invalid], firing, got[firing])
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"math"
 	"time"
 
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 )
 
@@ -50,10 +51,18 @@ const (
 	VerdictFalse
 	// VerdictFiring means at least one non-zero sample or a non-zero scalar.
 	VerdictFiring
-	// VerdictError means the evaluation failed (transport, HTTP status, bad body, timeout, or a result type that
-	// cannot be a signal). The signal's previous state is kept for Config.Staleness.
+	// VerdictError means the evaluation failed in a way that may pass: Prometheus unreachable, slower than the
+	// timeout, a 5xx, a 422 execution error, a malformed body. The signal's previous state is kept for
+	// Config.Staleness, then Config.FailMode decides.
 	VerdictError
+	// VerdictInvalid means the query can never succeed as written: Prometheus rejected it as bad_data (a PromQL
+	// syntax or type error), or it yields a range vector or a string. It is a configuration bug, not
+	// backpressure: the signal does not fire in either fail mode, and stays invalid until an evaluation succeeds.
+	VerdictInvalid
 )
+
+// numVerdicts sizes the per-verdict counters.
+const numVerdicts = int(VerdictInvalid) + 1
 
 func (v Verdict) String() string {
 	switch v {
@@ -65,6 +74,8 @@ func (v Verdict) String() string {
 		return "firing"
 	case VerdictError:
 		return "error"
+	case VerdictInvalid:
+		return "invalid"
 	}
 	return "unknown"
 }
@@ -74,14 +85,20 @@ var ErrUnsupportedResult = errors.New("throttle: query result is not an instant 
 
 // Classify turns a PromQL result into a Verdict.
 //
+// An error is VerdictInvalid when Prometheus rejected the query itself (a *v1.Error of type bad_data, answered
+// with 400 for a PromQL syntax or type error): asking again cannot succeed. Every other error is VerdictError,
+// since it can pass: transport errors, timeouts, cancellations, 5xx, client errors other than 400 and 422 (a
+// proxy in the way), and 422 execution errors, which depend on the data the query meets.
+//
 // A vector fires when at least one sample is non-zero. Samples of value 0 are "false" rather than firing because
 // that is how a `bool` comparison says false; the cost is that a filter whose kept samples are legitimately 0
 // (`x > -1` with x = 0) reads as false too, so compare against a threshold, or use `bool`. NaN is not a truth
 // value (0/0 when a rate has no requests), so NaN samples and a NaN scalar are ignored: a result with nothing
-// but NaN is "no data", not firing. A matrix (range vector) or a string is an error: the query is misconfigured.
+// but NaN is "no data", not firing. A matrix (range vector) or a string is VerdictInvalid: the query is
+// misconfigured.
 func Classify(v model.Value, err error) (Verdict, error) {
 	if err != nil {
-		return VerdictError, err
+		return errorVerdict(err), err
 	}
 	switch r := v.(type) {
 	case model.Vector:
@@ -104,9 +121,18 @@ func Classify(v model.Value, err error) (Verdict, error) {
 		return classifyNumber(float64(r.Value)), nil
 	case nil:
 		return VerdictError, ErrUnsupportedResult
-	default:
-		return VerdictError, fmt.Errorf("%w: got %s", ErrUnsupportedResult, v.Type())
+	default: // the type of a PromQL result follows from the query's syntax alone: asking again gives the same
+		return VerdictInvalid, fmt.Errorf("%w: got %s", ErrUnsupportedResult, v.Type())
 	}
+}
+
+// errorVerdict tells an error that will recur on every evaluation (VerdictInvalid) from one that may pass.
+func errorVerdict(err error) Verdict {
+	var apiErr *promv1.Error
+	if errors.As(err, &apiErr) && apiErr.Type == promv1.ErrBadData {
+		return VerdictInvalid
+	}
+	return VerdictError
 }
 
 func classifyNumber(f float64) Verdict {
@@ -120,6 +146,8 @@ func classifyNumber(f float64) Verdict {
 }
 
 // FailMode is the state a signal takes when it has not been evaluated successfully for Config.Staleness.
+// It applies to errors that may pass (VerdictError) only: an invalid query (VerdictInvalid) never fires in
+// either mode.
 type FailMode uint8
 
 const (
@@ -148,6 +176,9 @@ type State struct {
 	// Stale: this evaluation failed, no successful evaluation happened within Staleness (or ever), and Firing
 	// is the fail mode's.
 	Stale bool
+	// Invalid: the query is invalid (VerdictInvalid), found by this evaluation or by the last one that was not
+	// VerdictError, so it does not fire.
+	Invalid bool
 }
 
 // Tracker turns a signal's successive verdicts into its effective state, keeping the last good value across
@@ -160,15 +191,25 @@ type Tracker struct {
 	ok         bool      // a successful evaluation has happened
 	lastOK     time.Time // when
 	lastFiring bool      // and whether it fired
+	invalid    bool      // the query was found invalid, and no evaluation has succeeded since
 }
 
 // Observe records the verdict of an evaluation made at now and returns the signal's state. A failed evaluation
 // keeps the last successful state while now is less than Staleness after it; from then on, and when no evaluation
-// has ever succeeded, the fail mode decides.
+// has ever succeeded, the fail mode decides. An invalid query does not fire, and an error while the query is
+// known to be invalid keeps it invalid: Prometheus being unreachable says nothing new about a query it rejected.
 func (t *Tracker) Observe(now time.Time, v Verdict) State {
-	if v != VerdictError {
-		t.ok, t.lastOK, t.lastFiring = true, now, v == VerdictFiring
+	switch v {
+	case VerdictInvalid:
+		t.invalid = true
+		return State{Verdict: v, Invalid: true}
+	case VerdictError:
+	default:
+		t.ok, t.lastOK, t.lastFiring, t.invalid = true, now, v == VerdictFiring, false
 		return State{Firing: t.lastFiring, Verdict: v}
+	}
+	if t.invalid {
+		return State{Verdict: v, Invalid: true}
 	}
 	if t.ok && now.Sub(t.lastOK) < t.Staleness {
 		return State{Firing: t.lastFiring, Verdict: v, Held: true}

@@ -1,7 +1,9 @@
 package throttle
 
 import (
+	"context"
 	"errors"
+	"fmt"
 	"math"
 	"net/url"
 	"testing"
@@ -48,11 +50,20 @@ func TestClassify(t *testing.T) {
 		{"scalar 0.2", &model.Scalar{Value: 0.2}, nil, VerdictFiring, false},
 		{"scalar NaN", &model.Scalar{Value: model.SampleValue(nan)}, nil, VerdictNoData, false},
 		{"nil scalar", (*model.Scalar)(nil), nil, VerdictError, true},
-		{"matrix is a misconfigured query", model.Matrix{&model.SampleStream{Values: []model.SamplePair{{Value: 1}}}}, nil, VerdictError, true},
-		{"string", &model.String{Value: "x"}, nil, VerdictError, true},
-		{"no value", nil, nil, VerdictError, true},
+		{"matrix: the query is a range vector, whatever the data", model.Matrix{&model.SampleStream{Values: []model.SamplePair{{Value: 1}}}}, nil, VerdictInvalid, true},
+		{"string: the query is a string literal", &model.String{Value: "x"}, nil, VerdictInvalid, true},
+		{"no value: a malformed answer", nil, nil, VerdictError, true},
 		{"transport error", nil, &url.Error{Op: "Post", URL: "http://127.0.0.1:1", Err: errors.New("connection refused")}, VerdictError, true},
-		{"API error", nil, &promv1.Error{Type: promv1.ErrBadData, Msg: "parse error"}, VerdictError, true},
+		{"bad_data: PromQL parse error", nil, &promv1.Error{Type: promv1.ErrBadData, Msg: "parse error"}, VerdictInvalid, true},
+		{"bad_data wrapped", nil, fmt.Errorf("querying: %w", &promv1.Error{Type: promv1.ErrBadData, Msg: "parse error"}), VerdictInvalid, true},
+		{"execution: depends on the data (422)", nil, &promv1.Error{Type: promv1.ErrExec, Msg: "many-to-many matching not allowed"}, VerdictError, true},
+		{"timeout", nil, &promv1.Error{Type: promv1.ErrTimeout, Msg: "query timed out"}, VerdictError, true},
+		{"canceled", nil, &promv1.Error{Type: promv1.ErrCanceled, Msg: "query canceled"}, VerdictError, true},
+		{"server error: 5xx", nil, &promv1.Error{Type: promv1.ErrServer, Msg: "server error: 503"}, VerdictError, true},
+		{"client error: 4xx other than 400 and 422", nil, &promv1.Error{Type: promv1.ErrClient, Msg: "client error: 404"}, VerdictError, true},
+		{"bad response", nil, &promv1.Error{Type: promv1.ErrBadResponse, Msg: "readObjectStart"}, VerdictError, true},
+		{"unavailable", nil, &promv1.Error{Type: "unavailable", Msg: "busy"}, VerdictError, true},
+		{"deadline", nil, context.DeadlineExceeded, VerdictError, true},
 		{"error wins over a value", vec(1), errors.New("boom"), VerdictError, true},
 	}
 	for _, tt := range tests {
@@ -72,7 +83,7 @@ func TestTracker(t *testing.T) {
 		verdict Verdict
 		want    State
 	}
-	E, F, N, X := VerdictError, VerdictFalse, VerdictNoData, VerdictFiring
+	E, F, N, X, I := VerdictError, VerdictFalse, VerdictNoData, VerdictFiring, VerdictInvalid
 	tests := []struct {
 		name  string
 		mode  FailMode
@@ -108,6 +119,29 @@ func TestTracker(t *testing.T) {
 			{100 * time.Second, E, State{Verdict: E, Held: true}},
 			{110 * time.Second, E, State{Firing: true, Verdict: E, Stale: true}},
 		}},
+		{"invalid never fires, and errors while invalid keep it invalid past staleness", FailClosed, []step{
+			{0, I, State{Verdict: I, Invalid: true}},
+			{10 * time.Second, E, State{Verdict: E, Invalid: true}},
+			{2 * time.Minute, E, State{Verdict: E, Invalid: true}},
+			{3 * time.Minute, I, State{Verdict: I, Invalid: true}},
+		}},
+		{"invalid under fail-open", FailOpen, []step{
+			{0, I, State{Verdict: I, Invalid: true}},
+			{2 * time.Minute, E, State{Verdict: E, Invalid: true}},
+		}},
+		{"a valid signal turning invalid stops firing at once", FailClosed, []step{
+			{0, X, State{Firing: true, Verdict: X}},
+			{10 * time.Second, I, State{Verdict: I, Invalid: true}},
+			{20 * time.Second, E, State{Verdict: E, Invalid: true}},
+		}},
+		{"a success clears invalid: errors are held, then the fail mode applies again", FailClosed, []step{
+			{0, I, State{Verdict: I, Invalid: true}},
+			{10 * time.Second, X, State{Firing: true, Verdict: X}},
+			{20 * time.Second, E, State{Firing: true, Verdict: E, Held: true}},
+			{70 * time.Second, E, State{Firing: true, Verdict: E, Stale: true}},
+			{80 * time.Second, N, State{Verdict: N}},
+			{90 * time.Second, E, State{Verdict: E, Held: true}},
+		}},
 		{"a success after staleness recovers at once", FailClosed, []step{
 			{0, F, State{Verdict: F}},
 			{2 * time.Minute, E, State{Firing: true, Verdict: E, Stale: true}},
@@ -139,8 +173,23 @@ func TestTrackerZeroValue(t *testing.T) {
 	}
 }
 
+func TestTrackerInvalidIsNotASuccess(t *testing.T) {
+	tr := Tracker{Staleness: time.Minute, FailMode: FailClosed}
+	t0 := time.Unix(1000, 0)
+	tr.Observe(t0, VerdictFalse)
+	tr.Observe(t0.Add(time.Minute), VerdictInvalid)
+	if at, ok := tr.LastSuccess(); !ok || !at.Equal(t0) {
+		t.Fatalf("LastSuccess after an invalid answer = %v, %t; want the success at %v", at, ok, t0)
+	}
+	var fresh Tracker
+	fresh.Observe(t0, VerdictInvalid)
+	if _, ok := fresh.LastSuccess(); ok {
+		t.Fatal("an invalid answer counted as a success")
+	}
+}
+
 func TestVerdictAndFailModeStrings(t *testing.T) {
-	for v, want := range map[Verdict]string{VerdictNoData: "no_data", VerdictFalse: "false", VerdictFiring: "firing", VerdictError: "error", 9: "unknown"} {
+	for v, want := range map[Verdict]string{VerdictNoData: "no_data", VerdictFalse: "false", VerdictFiring: "firing", VerdictError: "error", VerdictInvalid: "invalid", 9: "unknown"} {
 		if v.String() != want {
 			t.Errorf("Verdict(%d).String() = %q, want %q", v, v.String(), want)
 		}

@@ -74,12 +74,17 @@ type SignalStatus struct {
 	Kind string `json:"kind"`
 	// Firing is the state the window acts on.
 	Firing bool `json:"firing"`
-	// Verdict is what the last evaluation found: "no_data", "false", "firing" or "error".
+	// Verdict is what the last evaluation found: "no_data", "false", "firing", "error" (a failure that may pass)
+	// or "invalid" (the query can never succeed as written); empty before the first evaluation.
 	Verdict string `json:"verdict"`
 	// Held: the last evaluation failed and the previous value is kept. Stale: the fail mode decides.
 	Held  bool `json:"held"`
 	Stale bool `json:"stale"`
-	// Evaluations counts evaluations (a signal not evaluated yet has 0); Errors counts failed ones.
+	// Invalid: Prometheus rejected the query (a PromQL syntax or type error) or its result can never be a
+	// signal. The signal does not fire, in either fail mode, until an evaluation succeeds.
+	Invalid bool `json:"invalid"`
+	// Evaluations counts evaluations (a signal not evaluated yet has 0); Errors counts failed ones, invalid
+	// included.
 	Evaluations uint64 `json:"evaluations"`
 	Errors      uint64 `json:"errors"`
 	Backoffs    uint64 `json:"backoffs"`

@@ -2,8 +2,11 @@ package e2e
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"net"
 	"net/http"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -32,19 +35,7 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 		phaseTimeout         = 45 * time.Second
 	)
 
-	// The backend's metrics: the gauge the queries read, scraped from a real HTTP /metrics.
-	reg := prometheus.NewRegistry()
-	busy := prometheus.NewGauge(prometheus.GaugeOpts{Name: "fiberguard_e2e_backend_busy", Help: "1 when the backend is overloaded."})
-	reg.MustRegister(busy)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	metricsSrv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
-	go func() { _ = metricsSrv.Serve(ln) }()
-	t.Cleanup(func() { _ = metricsSrv.Close() })
-
-	prom := promserver.Start(t, promserver.Config{Targets: []string{ln.Addr().String()}, ScrapeInterval: time.Second})
+	busy, prom := startBusyBackend(t)
 
 	newThrottle := func(name, query string, mode throttle.FailMode) *throttle.Throttler {
 		th := throttle.NewThrottler(throttle.Config{
@@ -60,46 +51,11 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 	closed := newThrottle("closed", "fiberguard_e2e_backend_busy > 0.5", throttle.FailClosed)
 	open := newThrottle("open", "fiberguard_e2e_backend_busy > bool 0.5", throttle.FailOpen)
 
-	// Saturating load: more workers than the largest window, each request holding its slot for 1 ms.
-	ctx, stop := context.WithCancel(context.Background())
-	var wg sync.WaitGroup
-	t.Cleanup(func() { stop(); wg.Wait() })
-	for _, th := range []*throttle.Throttler{closed, open} {
-		app := fiber.New()
-		app.Use(th.Handler())
-		app.Get("/", func(c *fiber.Ctx) error {
-			time.Sleep(time.Millisecond)
-			return c.SendStatus(fiber.StatusOK)
-		})
-		h := app.Handler()
-		for range 2 * windowMax {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				rc := &fasthttp.RequestCtx{}
-				rc.Request.SetRequestURI("/")
-				for ctx.Err() == nil {
-					rc.Response.Reset()
-					h(rc)
-					if rc.Response.StatusCode() != fiber.StatusOK {
-						time.Sleep(time.Millisecond) // rejected: back off a little instead of spinning
-					}
-				}
-			}()
-		}
-	}
-
+	saturateThrottles(t, 2*windowMax, closed, open)
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
-		deadline := time.Now().Add(phaseTimeout)
-		for !cond() {
-			if time.Now().After(deadline) {
-				t.Fatalf("%s: not reached within %v\nfail-closed: %+v\nfail-open: %+v", what, phaseTimeout, closed.Snapshot(), open.Snapshot())
-			}
-			time.Sleep(10 * time.Millisecond)
-		}
+		waitThrottles(t, phaseTimeout, what, cond, closed, open)
 	}
-	sig := func(th *throttle.Throttler) throttle.SignalStatus { return th.Snapshot().Signals[0] }
 
 	// Phase 1: not firing. `> 0.5` gives an empty vector (no data), `> bool 0.5` a 0 sample (false).
 	busy.Set(0)
@@ -107,10 +63,10 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 	// counts as not firing), so wait for the verdicts as well.
 	waitUntil("windows grow to the maximum while nothing fires, `busy > 0.5` reading no_data and `busy > bool 0.5` false", func() bool {
 		return closed.Window() == windowMax && open.Window() == windowMax &&
-			sig(closed).Verdict == "no_data" && sig(open).Verdict == "false"
+			throttleSignal(closed).Verdict == "no_data" && throttleSignal(open).Verdict == "false"
 	})
-	if sig(closed).Firing || sig(open).Firing {
-		t.Fatalf("a signal fires with busy=0: %+v / %+v", sig(closed), sig(open))
+	if throttleSignal(closed).Firing || throttleSignal(open).Firing {
+		t.Fatalf("a signal fires with busy=0: %+v / %+v", throttleSignal(closed), throttleSignal(open))
 	}
 
 	// Phase 2: firing. Each evaluation halves the window once; growth is held in between.
@@ -118,7 +74,7 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 	ths := []*throttle.Throttler{closed, open}
 	prev := []int{windowMax, windowMax}
 	halvings := []int{0, 0}
-	baseBackoffs := []uint64{sig(closed).Backoffs, sig(open).Backoffs}
+	baseBackoffs := []uint64{throttleSignal(closed).Backoffs, throttleSignal(open).Backoffs}
 	waitUntil("windows halve to the minimum while the query fires", func() bool {
 		done := true
 		for i, th := range ths {
@@ -137,7 +93,7 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 		return done
 	})
 	for i, th := range ths {
-		s := sig(th)
+		s := throttleSignal(th)
 		// 64 -> 2 is 5 halvings, and no evaluation halved more than once: at least 5 firing evaluations.
 		if halvings[i] != 5 || s.Backoffs-baseBackoffs[i] < 5 || !s.Firing || s.Verdict != "firing" {
 			t.Fatalf("throttle %d: %d halvings, %d backoffs, signal %+v", i, halvings[i], s.Backoffs-baseBackoffs[i], s)
@@ -147,30 +103,201 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 	// Phase 3: cleared. The windows grow again.
 	busy.Set(0)
 	waitUntil("windows grow once the query stops firing", func() bool {
-		return closed.Window() >= 16 && open.Window() >= 16 && !sig(closed).Firing && !sig(open).Firing
+		return closed.Window() >= 16 && open.Window() >= 16 && !throttleSignal(closed).Firing && !throttleSignal(open).Firing
 	})
 
 	// Phase 4: Prometheus goes away. The last value (not firing) is kept for the staleness period, then the
 	// fail mode decides.
 	waitUntil("windows back at the maximum", func() bool { return closed.Window() == windowMax && open.Window() == windowMax })
-	lastOK := *sig(closed).LastSuccess
+	lastOK := *throttleSignal(closed).LastSuccess
 	prom.Stop()
 	stopped := time.Now()
-	waitUntil("a failed evaluation", func() bool { return sig(closed).Errors > 0 && sig(open).Errors > 0 })
-	if s := sig(closed); time.Since(lastOK) < staleness-interval && (!s.Held || s.Stale || s.Firing) {
+	waitUntil("a failed evaluation", func() bool { return throttleSignal(closed).Errors > 0 && throttleSignal(open).Errors > 0 })
+	if s := throttleSignal(closed); time.Since(lastOK) < staleness-interval && (!s.Held || s.Stale || s.Firing) {
 		t.Fatalf("fail-closed signal right after Prometheus stopped: %+v, want the last value (not firing) held", s)
 	}
 	waitUntil("fail-closed throttle backs off once the signal is stale", func() bool {
-		return sig(closed).Stale && sig(closed).Firing && closed.Window() == windowMin
+		return throttleSignal(closed).Stale && throttleSignal(closed).Firing && closed.Window() == windowMin
 	})
 	if took := time.Since(stopped); took < staleness-3*interval {
 		t.Fatalf("fail mode took over %v after Prometheus stopped, before the %v staleness period", took, staleness)
 	}
-	if s := sig(closed); s.LastSuccess.Sub(lastOK) > 2*interval+time.Second {
+	if s := throttleSignal(closed); s.LastSuccess.Sub(lastOK) > 2*interval+time.Second {
 		t.Fatalf("a success recorded after Prometheus stopped: last success %v, before the stop %v", s.LastSuccess, lastOK)
 	}
-	waitUntil("fail-open signal goes stale", func() bool { return sig(open).Stale })
+	waitUntil("fail-open signal goes stale", func() bool { return throttleSignal(open).Stale })
 	if s := open.Snapshot(); s.Signals[0].Firing || s.Window != windowMax {
 		t.Fatalf("fail-open throttle with Prometheus down: %+v, want not firing and the window kept at %d", s, windowMax)
 	}
 }
+
+// TestThrottleInvalidQueryWithRealPrometheus runs, under fail-closed and in front of saturated handlers, queries
+// that a real Prometheus 2.42 rejects or cannot evaluate:
+//   - a syntax error (`busy >`) and a scalar comparison without bool (`1 > 0.5`), which Prometheus answers with
+//     400 bad_data, and a range vector (`busy[1m]`): the signal is invalid and never fires, so the window grows
+//     to its maximum and stays there past the staleness period; the snapshot, its JSON and the metrics say so;
+//   - a many-to-many match, which Prometheus answers with 422 execution: an error that depends on the data
+//     (with no series it would return nothing), so it is transient and fail-closed holds the window at its
+//     minimum.
+func TestThrottleInvalidQueryWithRealPrometheus(t *testing.T) {
+	const (
+		windowMin, windowMax = 2, 32
+		interval             = 500 * time.Millisecond
+		staleness            = time.Second
+		phaseTimeout         = 45 * time.Second
+	)
+	busy, prom := startBusyBackend(t)
+	busy.Set(1) // a valid query over the gauge would fire
+
+	reg := prometheus.NewRegistry()
+	newThrottle := func(name, query string) *throttle.Throttler {
+		th := throttle.NewThrottler(throttle.Config{
+			Name: name, Registerer: reg,
+			PrometheusURL: prom.URL(),
+			Signals:       []throttle.Signal{{Name: "backend_busy", Query: query}},
+			Interval:      interval, Timeout: 5 * time.Second, Staleness: staleness, FailMode: throttle.FailClosed,
+			WindowMin: windowMin, WindowMax: windowMax,
+		})
+		t.Cleanup(func() { _ = th.Close() })
+		return th
+	}
+	typo := newThrottle("typo", "fiberguard_e2e_backend_busy >")
+	scalar := newThrottle("scalar", "1 > 0.5")
+	ranged := newThrottle("range", "fiberguard_e2e_backend_busy[1m]")
+	execution := newThrottle("execution", `{__name__=~".+"} * on() {__name__=~".+"}`)
+	invalid := []*throttle.Throttler{typo, scalar, ranged}
+	all := append(invalid[:len(invalid):len(invalid)], execution)
+	saturateThrottles(t, 2*windowMax, all...)
+
+	waitThrottles(t, phaseTimeout, "invalid queries: windows at the maximum; 422: stale and fail-closed", func() bool {
+		for _, th := range invalid {
+			s := throttleSignal(th)
+			if th.Window() != windowMax || !s.Invalid || s.Verdict != "invalid" {
+				return false
+			}
+		}
+		s := throttleSignal(execution)
+		return s.Stale && s.Firing && s.Verdict == "error"
+	}, all...)
+
+	// Well past the staleness period, with evaluations going on, nothing changes.
+	before := make([]uint64, len(invalid))
+	for i, th := range invalid {
+		before[i] = throttleSignal(th).Evaluations
+	}
+	time.Sleep(staleness + 3*interval)
+	for i, th := range invalid {
+		s := th.Snapshot()
+		if g := s.Signals[0]; g.Evaluations < before[i]+2 || !g.Invalid || g.Firing || g.Backoffs != 0 || s.GrowthHeld || s.Window != windowMax {
+			t.Fatalf("invalid query %q past staleness: %+v, want evaluated, invalid, never firing, window %d", th.Snapshot().Signals[0].Name, s, windowMax)
+		}
+		if g := s.Signals[0]; !strings.Contains(g.LastError, "bad_data") && !strings.Contains(g.LastError, "matrix") {
+			t.Fatalf("invalid query's last error %q names neither bad_data nor the range vector", g.LastError)
+		}
+	}
+	if s := execution.Snapshot(); s.Window != windowMin || s.Signals[0].Invalid || !strings.Contains(s.Signals[0].LastError, "execution") {
+		t.Fatalf("422 execution error under fail-closed: %+v, want the window at %d and a transient error", s, windowMin)
+	}
+
+	// The status page view: the signal reads invalid, and it has never succeeded.
+	b, err := json.Marshal(typo.Snapshot())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{`"verdict":"invalid"`, `"invalid":true`, `"firing":false`, `"growth_held":false`, `"last_success":null`, `parse error`} {
+		if !strings.Contains(string(b), want) {
+			t.Errorf("snapshot JSON of the invalid query lacks %s: %s", want, b)
+		}
+	}
+
+	// The metrics: alert on fiberguard_throttle_signal_invalid.
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	gauge := map[string]float64{}
+	for _, mf := range mfs {
+		if mf.GetName() != "fiberguard_throttle_signal_invalid" {
+			continue
+		}
+		for _, m := range mf.GetMetric() {
+			for _, l := range m.GetLabel() {
+				if l.GetName() == "throttle" {
+					gauge[l.GetValue()] = m.GetGauge().GetValue()
+				}
+			}
+		}
+	}
+	for name, want := range map[string]float64{"typo": 1, "scalar": 1, "range": 1, "execution": 0} {
+		if got, ok := gauge[name]; !ok || got != want {
+			t.Errorf("fiberguard_throttle_signal_invalid{throttle=%q} = %v (present %t), want %v", name, got, ok, want)
+		}
+	}
+}
+
+// startBusyBackend serves a gauge fiberguard_e2e_backend_busy (1 when the backend is overloaded) on a real HTTP
+// /metrics and starts a real Prometheus scraping it every second.
+func startBusyBackend(t *testing.T) (prometheus.Gauge, *promserver.Server) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	busy := prometheus.NewGauge(prometheus.GaugeOpts{Name: "fiberguard_e2e_backend_busy", Help: "1 when the backend is overloaded."})
+	reg.MustRegister(busy)
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	metricsSrv := &http.Server{Handler: promhttp.HandlerFor(reg, promhttp.HandlerOpts{})}
+	go func() { _ = metricsSrv.Serve(ln) }()
+	t.Cleanup(func() { _ = metricsSrv.Close() })
+	return busy, promserver.Start(t, promserver.Config{Targets: []string{ln.Addr().String()}, ScrapeInterval: time.Second})
+}
+
+// saturateThrottles runs workers goroutines per throttle, each sending requests that hold their slot for 1 ms, until
+// the test ends: more load than the largest window admits.
+func saturateThrottles(t *testing.T, workers int, ths ...*throttle.Throttler) {
+	ctx, stop := context.WithCancel(context.Background())
+	var wg sync.WaitGroup
+	t.Cleanup(func() { stop(); wg.Wait() })
+	for _, th := range ths {
+		app := fiber.New()
+		app.Use(th.Handler())
+		app.Get("/", func(c *fiber.Ctx) error {
+			time.Sleep(time.Millisecond)
+			return c.SendStatus(fiber.StatusOK)
+		})
+		h := app.Handler()
+		for range workers {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				rc := &fasthttp.RequestCtx{}
+				rc.Request.SetRequestURI("/")
+				for ctx.Err() == nil {
+					rc.Response.Reset()
+					h(rc)
+					if rc.Response.StatusCode() != fiber.StatusOK {
+						time.Sleep(time.Millisecond) // rejected: back off a little instead of spinning
+					}
+				}
+			}()
+		}
+	}
+}
+
+// waitThrottles polls cond until it holds, failing t with the throttles' snapshots after timeout.
+func waitThrottles(t *testing.T, timeout time.Duration, what string, cond func() bool, ths ...*throttle.Throttler) {
+	t.Helper()
+	deadline := time.Now().Add(timeout)
+	for !cond() {
+		if time.Now().After(deadline) {
+			var b strings.Builder
+			for _, th := range ths {
+				fmt.Fprintf(&b, "\n%+v", th.Snapshot())
+			}
+			t.Fatalf("%s: not reached within %v%s", what, timeout, b.String())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+func throttleSignal(th *throttle.Throttler) throttle.SignalStatus { return th.Snapshot().Signals[0] }

@@ -26,13 +26,13 @@ const (
 	StateShedding State = "shedding"
 	// StateBalanced: the balance is below the threshold, or a shedding node is back at its target.
 	StateBalanced State = "balanced"
-	// StateBelowFloor: the node holds fewer connections than Config.MinConnections.
+	// StateBelowFloor: the node holds Config.MinConnections or fewer: shedding would take it below the floor.
 	StateBelowFloor State = "below_floor"
 	// StateSingleNode: the cluster has one live node.
 	StateSingleNode State = "single_node"
 	// StateNoAverage: the cluster average is unknown (no live node reported) or zero.
 	StateNoAverage State = "no_average"
-	// StateStale: the reading is older than Config.MaxAge.
+	// StateStale: the reading is older than Config.MaxAge (for Prometheus: its oldest sample).
 	StateStale State = "stale"
 	// StateSourceError: the source failed; shedding waits for a fresh reading.
 	StateSourceError State = "source_error"
@@ -43,7 +43,7 @@ type policy struct {
 	threshold float64 // balance at which shedding starts
 	target    float64 // balance a shedding node sheds down to
 	shedRate  float64 // share of the average shed per interval at most
-	floor     int     // fewer local connections never shed
+	floor     int     // never shed below this many local connections; negative: no floor
 	maxAge    time.Duration
 }
 
@@ -70,10 +70,11 @@ func (p policy) decide(local int, r Reading, now time.Time, shedding bool) decis
 	switch {
 	case r.Nodes == 1:
 		d.state = StateSingleNode
+	case p.floor >= 0 && local <= p.floor:
+		// Before the age: a node at its floor sheds nothing whatever the reading says.
+		d.state = StateBelowFloor
 	case now.Sub(r.At) > p.maxAge:
 		d.state = StateStale
-	case local < p.floor:
-		d.state = StateBelowFloor
 	case d.balance >= p.threshold || (shedding && d.balance > p.target):
 		d.budget = p.budget(local, r.Average)
 		if d.budget > 0 {
@@ -84,12 +85,18 @@ func (p policy) decide(local int, r Reading, now time.Time, shedding bool) decis
 }
 
 // budget is the number of connections a node holding local connections sheds in one interval: never more than its
-// excess over the target, and never more than ceil(average * shedRate).
+// excess over the target, never more than ceil(average * shedRate), and never so many that it would hold fewer
+// than the floor.
 func (p policy) budget(local int, average float64) int {
 	excess := math.Floor(float64(local) - average*(1+p.target))
 	// The tolerance keeps a product such as 1000 * 0.005 from rounding up to 6.
 	rate := math.Max(1, math.Ceil(average*p.shedRate-1e-9))
-	return int(math.Max(0, math.Min(excess, rate)))
+	// Never more than the node holds: also keeps the conversion to int in range whatever the rate.
+	room := float64(local)
+	if p.floor >= 0 {
+		room = float64(local - p.floor)
+	}
+	return int(math.Max(0, math.Min(math.Min(excess, rate), room)))
 }
 
 // lowest keeps this node's open connections over the last intervals and reports the smallest. A rise is counted

@@ -34,7 +34,10 @@ func TestDecide(t *testing.T) {
 		{"below threshold", def, 110, fresh(100, 3), false, StateBalanced, 0, 0.1},
 		{"at threshold sheds, capped by rate", def, 120, fresh(100, 3), false, StateShedding, 1, 0.2},
 		{"below floor", def, 45, fresh(30, 3), false, StateBelowFloor, 0, 0.5},
-		{"at floor sheds", def, 50, fresh(40, 3), false, StateShedding, 1, 0.25},
+		{"at floor: would go below it", def, 50, fresh(40, 3), false, StateBelowFloor, 0, 0.25},
+		{"one above the floor sheds one", def, 51, fresh(40, 3), false, StateShedding, 1, 11.0 / 40},
+		{"a shedding node stops at the floor", def, 50, fresh(40, 3), true, StateBelowFloor, 0, 0.25},
+		{"below floor, stale: the floor decides", def, 45, aged(30, 3, time.Hour), false, StateBelowFloor, 0, 0.5},
 		{"negative floor is no floor", policy{threshold: 0.2, shedRate: 0.5, floor: -1, maxAge: time.Second}, 3, fresh(1, 3), false, StateShedding, 1, 2},
 		{"single node", def, 200, fresh(100, 1), false, StateSingleNode, 0, 1},
 		{"single node, no average", def, 200, Reading{Nodes: 1, At: now}, false, StateSingleNode, 0, math.NaN()},
@@ -67,6 +70,46 @@ func TestDecide(t *testing.T) {
 			if math.IsNaN(tt.balance) != math.IsNaN(d.balance) ||
 				(!math.IsNaN(tt.balance) && math.Abs(d.balance-tt.balance) > 1e-12) {
 				t.Fatalf("balance = %v, want %v", d.balance, tt.balance)
+			}
+		})
+	}
+}
+
+// TestBudgetNeverBelowTheFloor: the floor bounds the budget, not only the decision to start.
+func TestBudgetNeverBelowTheFloor(t *testing.T) {
+	now := time.Date(2026, 11, 30, 12, 0, 0, 0, time.UTC)
+	at := func(floor int, shedRate float64) policy {
+		return policy{threshold: 0.2, shedRate: shedRate, floor: floor, maxAge: time.Second}
+	}
+	tests := []struct {
+		name    string
+		p       policy
+		local   int
+		average float64
+		state   State
+		budget  int
+	}{
+		// Average 20 over 3 nodes, floor 25: 30 open can shed 5, not the excess of 10.
+		{"floor above the average", at(25, 1), 30, 20, StateShedding, 5},
+		{"local at the floor", at(25, 1), 25, 20, StateBelowFloor, 0},
+		{"local one above the floor", at(25, 1), 26, 20, StateShedding, 1},
+		{"floor below the average: the excess bounds", at(15, 1), 30, 20, StateShedding, 10},
+		{"floor 0", at(0, 1), 30, 20, StateShedding, 10},
+		{"no floor", at(-1, 1), 30, 20, StateShedding, 10},
+		{"huge rate, floor binds", at(25, 1e12), 30, 20, StateShedding, 5},
+		{"huge rate and average", at(-1, 1e12), 1 << 41, 1e12, StateShedding, 1<<41 - 1e12},
+		{"infinite rate, no floor", at(-1, math.Inf(1)), 30, 20, StateShedding, 10},
+		{"floor in a huge cluster", at(1_000_000, 1), 1_000_010, 500_000, StateShedding, 10},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			d := tt.p.decide(tt.local, Reading{Average: tt.average, Nodes: 3, At: now}, now, false)
+			if d.state != tt.state || d.budget != tt.budget {
+				t.Fatalf("decide(%d) against %v = %s budget %d, want %s budget %d",
+					tt.local, tt.average, d.state, d.budget, tt.state, tt.budget)
+			}
+			if tt.p.floor >= 0 && d.budget > 0 && tt.local-d.budget < tt.p.floor {
+				t.Fatalf("a budget of %d takes %d connections below the floor of %d", d.budget, tt.local, tt.p.floor)
 			}
 		})
 	}

@@ -107,10 +107,10 @@ type lowest struct {
 	next   int
 }
 
+// newLowest keeps size counts, clamped to [1, maxWindowIntervals+1] whatever the caller asks: the size comes from
+// user input.
 func newLowest(size int) *lowest {
-	if size < 1 {
-		size = 1
-	}
+	size = min(max(size, 1), maxWindowIntervals+1)
 	return &lowest{counts: make([]int, size)}
 }
 

@@ -19,6 +19,16 @@ import (
 //	fiberguard_rebalance_open_connections{job="api"} and on (job, instance) (up{job="api"} == 1)
 const DefaultQuery = `fiberguard_rebalance_open_connections and on (job, instance) (up == 1)`
 
+// Bounds of the durations in Config. An interval runs a Prometheus query, and evaluating faster than
+// Prometheus scrapes only re-reads the same samples, so the floor is far below any useful scrape interval; the
+// ceiling keeps 3 * Interval (the default MaxAge) from overflowing. The window is kept as one count per
+// interval, so its length in intervals bounds that buffer.
+const (
+	minInterval        = 100 * time.Millisecond
+	maxInterval        = 10 * time.Minute
+	maxWindowIntervals = 1000
+)
+
 // Config defines the config for the rebalance middleware.
 type Config struct {
 	// Next defines a function to skip this middleware when it returns true. Skipped requests never carry a shed.
@@ -61,7 +71,8 @@ type Config struct {
 	// Optional. Default: the open connections of App's server (or of the app serving the first request)
 	Connections func() int
 
-	// Interval is how often the node compares itself with the cluster and refills its shed budget.
+	// Interval is how often the node compares itself with the cluster and refills its shed budget, between
+	// 100ms and 10m.
 	//
 	// Optional. Default: 1 * time.Second
 	Interval time.Duration
@@ -83,13 +94,13 @@ type Config struct {
 	// Optional. Default: 0.005
 	ShedRate float64
 
-	// MinConnections is the floor: a node with fewer open connections never sheds. A negative value means no
-	// floor.
+	// MinConnections is the floor: a node never sheds below it, so a node holding MinConnections or fewer does
+	// not shed at all, and a node above it sheds at most down to it. A negative value means no floor.
 	//
 	// Optional. Default: 50
 	MinConnections int
 
-	// MaxAge is how old a reading of the average may be before it is stale and shedding stops.
+	// MaxAge is how old a reading of the average may be before it is stale and shedding stops, at least 100ms.
 	//
 	// Optional. Default: 3 * Interval
 	MaxAge time.Duration
@@ -98,7 +109,7 @@ type Config struct {
 	// local count by up to a scrape interval; over this window the node uses its lowest count, so the clients of a
 	// stopped peer arriving here are not compared with an average that still counts the peer. Set it to at least
 	// the scrape interval plus Interval. A fall counts at once, so shedding never overshoots because of it. A
-	// value below Interval uses the current count alone.
+	// value below Interval uses the current count alone; at most 1000 intervals.
 	//
 	// Optional. Default: 5 * time.Second
 	Window time.Duration
@@ -178,22 +189,23 @@ func (cfg Config) validate() {
 			panic(fmt.Sprintf("rebalance: Config.PrometheusURL must be an http(s) URL, got %q", cfg.PrometheusURL))
 		}
 	}
-	if cfg.Interval < 0 {
-		panic("rebalance: Config.Interval must be positive")
+	if cfg.Interval < minInterval || cfg.Interval > maxInterval {
+		panic(fmt.Sprintf("rebalance: Config.Interval must lie in [%v, %v], got %v", minInterval, maxInterval, cfg.Interval))
 	}
 	if !(cfg.Threshold > 0) || math.IsInf(cfg.Threshold, 0) {
-		panic("rebalance: Config.Threshold must be a positive number")
+		panic(fmt.Sprintf("rebalance: Config.Threshold must be a positive number, got %v", cfg.Threshold))
 	}
 	if !(cfg.Target >= 0 && cfg.Target <= cfg.Threshold) {
-		panic("rebalance: Config.Target must lie in [0, Config.Threshold]")
+		panic(fmt.Sprintf("rebalance: Config.Target must lie in [0, Config.Threshold], got %v", cfg.Target))
 	}
 	if !(cfg.ShedRate > 0 && cfg.ShedRate <= 1) {
-		panic("rebalance: Config.ShedRate must lie in (0, 1]")
+		panic(fmt.Sprintf("rebalance: Config.ShedRate must lie in (0, 1], got %v", cfg.ShedRate))
 	}
-	if cfg.MaxAge < 0 {
-		panic("rebalance: Config.MaxAge must be positive")
+	if cfg.MaxAge < minInterval {
+		panic(fmt.Sprintf("rebalance: Config.MaxAge must be at least %v, got %v", minInterval, cfg.MaxAge))
 	}
-	if cfg.Window < 0 {
-		panic("rebalance: Config.Window must not be negative")
+	if cfg.Window < 0 || cfg.Window/cfg.Interval > maxWindowIntervals {
+		panic(fmt.Sprintf("rebalance: Config.Window must lie in [0, %d * Config.Interval], got %v at an Interval of %v",
+			maxWindowIntervals, cfg.Window, cfg.Interval))
 	}
 }

@@ -2,6 +2,7 @@ package rebalance
 
 import (
 	"context"
+	"math"
 	"strings"
 	"testing"
 	"time"
@@ -23,6 +24,48 @@ func TestConfigDefault(t *testing.T) {
 	cfg.validate() // a filled config with a URL is valid
 }
 
+// TestConfigBoundsAccepted: the edges of every bounded field are valid.
+func TestConfigBoundsAccepted(t *testing.T) {
+	src := func(context.Context) (Reading, error) { return Reading{}, nil }
+	for _, cfg := range []Config{
+		{Source: src, Interval: 100 * time.Millisecond, MaxAge: 100 * time.Millisecond},
+		{Source: src, Interval: 10 * time.Minute},
+		{Source: src, Interval: time.Second, Window: 1000 * time.Second},
+		{Source: src, Interval: time.Second, Window: time.Millisecond}, // below one interval: the current count alone
+		{Source: src, MinConnections: -1},                              // no floor
+		{Source: src, ShedRate: 1, Threshold: 1e9, Target: 1e9},
+	} {
+		configDefault(cfg).validate()
+	}
+}
+
+// TestWindowRingIsBounded: the ring of counts holds one count per interval of the window, never more than
+// maxWindowIntervals+1 whatever it is asked for (an Interval of 1ns over a 40 s window once asked for 40 GB).
+func TestWindowRingIsBounded(t *testing.T) {
+	for _, tt := range []struct{ size, want int }{
+		{-5, 1}, {0, 1}, {1, 1}, {6, 6}, {maxWindowIntervals + 1, maxWindowIntervals + 1},
+		{maxWindowIntervals + 2, maxWindowIntervals + 1}, {int(40 * time.Second), maxWindowIntervals + 1},
+		{math.MaxInt, maxWindowIntervals + 1},
+	} {
+		if got := len(newLowest(tt.size).counts); got != tt.want {
+			t.Fatalf("newLowest(%d) keeps %d counts, want %d", tt.size, got, tt.want)
+		}
+	}
+	for _, tt := range []struct {
+		window, interval time.Duration
+		want             int
+	}{
+		{5 * time.Second, time.Second, 6},
+		{time.Millisecond, time.Second, 1},
+		{1000 * time.Second, time.Second, 1001},
+	} {
+		r := newRebalancer(configDefault(Config{Source: fixed(40, 3), Window: tt.window, Interval: tt.interval, DisableMetrics: true}))
+		if got := len(r.recent.counts); got != tt.want {
+			t.Fatalf("Window %v at Interval %v keeps %d counts, want %d", tt.window, tt.interval, got, tt.want)
+		}
+	}
+}
+
 func TestConfigPanicsNamingTheField(t *testing.T) {
 	src := func(context.Context) (Reading, error) { return Reading{}, nil }
 	tests := []struct {
@@ -34,23 +77,40 @@ func TestConfigPanicsNamingTheField(t *testing.T) {
 		{"Config.PrometheusURL", Config{PrometheusURL: "ftp://prometheus:9090"}},
 		{"Config.PrometheusURL", Config{PrometheusURL: "http://"}},
 		{"Config.Interval", Config{Source: src, Interval: -time.Second}},
+		{"Config.Interval", Config{Source: src, Interval: 1}}, // 1 ns, meant as 1 s
+		{"Config.Interval", Config{Source: src, Interval: time.Microsecond}},
+		{"Config.Interval", Config{Source: src, Interval: time.Millisecond}},
+		{"Config.Interval", Config{Source: src, Interval: 99 * time.Millisecond}},
+		{"Config.Interval", Config{Source: src, Interval: 11 * time.Minute}},
+		{"Config.Interval", Config{Source: src, Interval: math.MaxInt64}}, // 3 * Interval would overflow
 		{"Config.Threshold", Config{Source: src, Threshold: -0.1}},
+		{"Config.Threshold", Config{Source: src, Threshold: math.NaN()}},
+		{"Config.Threshold", Config{Source: src, Threshold: math.Inf(1)}},
 		{"Config.Target", Config{Source: src, Target: 0.3}},
 		{"Config.Target", Config{Source: src, Target: -0.1}},
+		{"Config.Target", Config{Source: src, Target: math.NaN()}},
 		{"Config.ShedRate", Config{Source: src, ShedRate: 1.5}},
 		{"Config.ShedRate", Config{Source: src, ShedRate: -0.5}},
+		{"Config.ShedRate", Config{Source: src, ShedRate: math.NaN()}},
+		{"Config.ShedRate", Config{Source: src, ShedRate: math.Inf(1)}},
 		{"Config.MaxAge", Config{Source: src, MaxAge: -time.Second}},
+		{"Config.MaxAge", Config{Source: src, MaxAge: time.Millisecond}},
+		{"Config.MaxAge", Config{Source: src, MaxAge: 1}},
 		{"Config.Window", Config{Source: src, Window: -time.Second}},
+		{"Config.Window", Config{Source: src, Window: 1001 * time.Second}}, // over 1000 intervals of 1 s
+		{"Config.Window", Config{Source: src, Window: math.MaxInt64}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {
+			tt.cfg.DisableMetrics = true // a config that passes by mistake must not clash on the default registry
 			defer func() {
 				msg, _ := recover().(string)
 				if !strings.HasPrefix(msg, "rebalance: "+tt.field) {
 					t.Fatalf("panic %q, want one naming %s", msg, tt.field)
 				}
 			}()
-			New(tt.cfg)
+			r := NewRebalancer(tt.cfg)
+			r.Close() // reached only when the config was accepted
 		})
 	}
 }

@@ -21,8 +21,11 @@ import (
 	"github.com/fiberguard/fiberguard/e2e/internal/promserver"
 	"github.com/fiberguard/fiberguard/loadshed/rebalance"
 	"github.com/gofiber/fiber/v2"
+	promapi "github.com/prometheus/client_golang/api"
+	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/common/model"
 )
 
 const (
@@ -179,6 +182,131 @@ func testRebalanceOff(t *testing.T) {
 	}
 	clients.stop()
 	rec.write("control")
+}
+
+const (
+	// The queries of a node that keeps reading the last samples of stopped targets: the values still answer,
+	// and the timestamps (those of the samples themselves, which timestamp() gives and the query's own result
+	// does not: Prometheus stamps it with the evaluation time) stop advancing.
+	lingeringQuery          = `last_over_time(fiberguard_rebalance_open_connections[10m])`
+	lingeringTimestampQuery = `max_over_time(timestamp(fiberguard_rebalance_open_connections)[10m:])`
+	// lingeringMaxAge leaves room for the subquery's 1 s steps on top of the 1 s scrape interval.
+	lingeringMaxAge = 5 * time.Second
+)
+
+// TestRebalanceStaleReading: a real Prometheus scrapes three exporters of fiberguard_rebalance_open_connections
+// (40 each), and two nodes holding 60 connections shed against that average. Then the exporters stop. With the
+// default queries the stopped targets drop out of the reading (up becomes 0, and staleness markers end their
+// series): a reading of no nodes, never a fresh one. With a query that goes on answering with the last samples,
+// the reading ages with those samples and MaxAge makes the node stale. Neither sheds any more.
+func TestRebalanceStaleReading(t *testing.T) {
+	itest.RequireBinary(t, "prometheus")
+
+	addrs := freeAddrs(t, 3)
+	exporters := make([]*http.Server, len(addrs))
+	for i, a := range addrs {
+		reg := prometheus.NewRegistry()
+		g := prometheus.NewGauge(prometheus.GaugeOpts{Name: "fiberguard_rebalance_open_connections", Help: "Open connections."})
+		g.Set(40)
+		reg.MustRegister(g)
+		exporters[i] = serveMetrics(t, a, reg)
+	}
+	prom := promserver.Start(t, promserver.Config{Targets: addrs, ScrapeInterval: time.Second})
+
+	node := func(cfg rebalance.Config) *rebalance.Rebalancer {
+		cfg.PrometheusURL = prom.URL()
+		cfg.Connections = func() int { return 60 } // balance 0.5 against 40
+		cfg.MinConnections = 10
+		cfg.DisableMetrics = true
+		r := rebalance.NewRebalancer(cfg)
+		t.Cleanup(func() { _ = r.Close() })
+		return r
+	}
+	byDefault := node(rebalance.Config{})
+	lingering := node(rebalance.Config{Query: lingeringQuery, TimestampQuery: lingeringTimestampQuery, MaxAge: lingeringMaxAge})
+
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client, err := promapi.NewClient(promapi.Config{Address: prom.URL(), RoundTripper: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	promAPI := promv1.NewAPI(client)
+	read := func(src rebalance.Source) rebalance.Reading {
+		t.Helper()
+		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+		defer cancel()
+		r, err := src(ctx)
+		if err != nil {
+			t.Fatalf("reading: %v", err)
+		}
+		return r
+	}
+	readDefault := rebalance.PromQL(promAPI, rebalance.DefaultQuery, rebalance.DefaultTimestampQuery)
+	readLingering := rebalance.PromQL(promAPI, lingeringQuery, lingeringTimestampQuery)
+
+	waitUntil(t, 30*time.Second, "both nodes shedding against the live targets", func() bool {
+		return byDefault.Status().State == rebalance.StateShedding && lingering.Status().State == rebalance.StateShedding
+	})
+	if r := read(readLingering); r.Nodes != 3 || r.Average != 40 || time.Since(r.At) > lingeringMaxAge {
+		t.Fatalf("reading of the live targets %+v, want 40 over 3 nodes, fresh", r)
+	}
+
+	stopped := time.Now()
+	for _, e := range exporters {
+		_ = e.Close()
+	}
+	waitUntil(t, 30*time.Second, "the default node without nodes, the lingering one stale", func() bool {
+		return byDefault.Status().State == rebalance.StateNoAverage && lingering.Status().State == rebalance.StateStale
+	})
+
+	// Why, from Prometheus itself: every target is down, the default query finds nothing, and the lingering
+	// query still answers, with samples no newer than the stop.
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	up, _, _, err := promAPI.Query(ctx, "up", time.Now())
+	if err != nil {
+		t.Fatal(err)
+	}
+	if v, ok := up.(model.Vector); !ok || len(v) != 3 || v[0].Value != 0 || v[1].Value != 0 || v[2].Value != 0 {
+		t.Fatalf("up = %v, want 0 for the three stopped targets", up)
+	}
+	if r := read(readDefault); r.Nodes != 0 {
+		t.Fatalf("default reading %+v after the targets stopped, want no nodes", r)
+	}
+	r := read(readLingering)
+	if r.Nodes != 3 || r.Average != 40 || r.At.After(stopped) || time.Since(r.At) <= lingeringMaxAge {
+		t.Fatalf("lingering reading %+v, want 40 over 3 nodes as of before the stop at %v, older than %v",
+			r, stopped.Format(time.StampMilli), lingeringMaxAge)
+	}
+
+	// The states hold: nothing is shed on a reading that is empty or old.
+	shed := [2]uint64{byDefault.Status().Shed, lingering.Status().Shed}
+	for range 3 {
+		time.Sleep(time.Second)
+		d, l := byDefault.Status(), lingering.Status()
+		if d.State != rebalance.StateNoAverage || d.Nodes != 0 || d.Budget != 0 {
+			t.Fatalf("default node %+v, want no_average over no nodes, no budget", d)
+		}
+		if l.State != rebalance.StateStale || l.Nodes != 3 || l.Budget != 0 {
+			t.Fatalf("lingering node %+v, want stale over 3 nodes, no budget", l)
+		}
+		if d.Shed != shed[0] || l.Shed != shed[1] {
+			t.Fatalf("shed %d and %d after the targets stopped, want none", d.Shed-shed[0], l.Shed-shed[1])
+		}
+	}
+}
+
+// waitUntil polls cond every 100 ms, failing t when it does not hold within d.
+func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("not reached within %v: %s", d, what)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 // within reports whether every node's count is within threshold of their average.

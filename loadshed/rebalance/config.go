@@ -19,7 +19,13 @@ import (
 //	fiberguard_rebalance_open_connections{job="api"} and on (job, instance) (up{job="api"} == 1)
 const DefaultQuery = `fiberguard_rebalance_open_connections and on (job, instance) (up == 1)`
 
-// Bounds of the durations in Config. An interval runs a Prometheus query, and evaluating faster than
+// DefaultTimestampQuery is the PromQL query the Prometheus source runs beside DefaultQuery to learn how old the
+// samples are: Prometheus stamps every sample of an instant query with the evaluation time, so only timestamp()
+// over the series itself gives the scrape time. A Prometheus that still answers but stopped scraping (or a
+// target whose last sample lingers) then yields an ageing reading, and Config.MaxAge stops shedding.
+const DefaultTimestampQuery = `timestamp(fiberguard_rebalance_open_connections) and on (job, instance) (up == 1)`
+
+// Bounds of the durations in Config. An interval runs two Prometheus queries, and evaluating faster than
 // Prometheus scrapes only re-reads the same samples, so the floor is far below any useful scrape interval; the
 // ceiling keeps 3 * Interval (the default MaxAge) from overflowing. The window is kept as one count per
 // interval, so its length in intervals bounds that buffer.
@@ -59,6 +65,15 @@ type Config struct {
 	//
 	// Optional. Default: DefaultQuery
 	Query string
+
+	// TimestampQuery is the PromQL instant query that returns, per live node, the timestamp (in seconds, as
+	// timestamp() gives it) of the sample Query reads for that node; a scalar is taken as the timestamp of
+	// every node. The reading is as old as the oldest of them, and Config.MaxAge applies to that age. It runs at
+	// the same evaluation time as Query. It must be set when Query is: Prometheus stamps an instant query's
+	// samples with the time of the query, so the age cannot be learned from Query's own result.
+	//
+	// Optional. Default: DefaultTimestampQuery (when Query is DefaultQuery or empty)
+	TimestampQuery string
 
 	// Source supplies the cluster average instead of Prometheus (another monitoring system, a membership
 	// service, a test). It is called once per Interval from one goroutine, with a context that ends after Interval.
@@ -101,6 +116,9 @@ type Config struct {
 	MinConnections int
 
 	// MaxAge is how old a reading of the average may be before it is stale and shedding stops, at least 100ms.
+	// A Prometheus reading is as old as its oldest sample (see TimestampQuery), which is up to one scrape interval
+	// old when fresh: MaxAge must exceed the scrape interval. The clocks of Prometheus and this node must agree to
+	// well within MaxAge.
 	//
 	// Optional. Default: 3 * Interval
 	MaxAge time.Duration
@@ -131,6 +149,7 @@ type Config struct {
 var ConfigDefault = Config{
 	Next:           nil,
 	Query:          DefaultQuery,
+	TimestampQuery: DefaultTimestampQuery,
 	Interval:       time.Second,
 	Threshold:      0.2,
 	Target:         0,
@@ -150,6 +169,9 @@ func configDefault(config ...Config) Config {
 
 	if cfg.Query == "" {
 		cfg.Query = ConfigDefault.Query
+	}
+	if cfg.TimestampQuery == "" && cfg.Query == DefaultQuery {
+		cfg.TimestampQuery = DefaultTimestampQuery
 	}
 	if cfg.Interval == 0 {
 		cfg.Interval = ConfigDefault.Interval
@@ -187,6 +209,10 @@ func (cfg Config) validate() {
 		u, err := url.Parse(cfg.PrometheusURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
 			panic(fmt.Sprintf("rebalance: Config.PrometheusURL must be an http(s) URL, got %q", cfg.PrometheusURL))
+		}
+		if cfg.TimestampQuery == "" {
+			panic("rebalance: Config.TimestampQuery must be set with Config.Query: the timestamps of the samples " +
+				"Query reads (see DefaultTimestampQuery)")
 		}
 	}
 	if cfg.Interval < minInterval || cfg.Interval > maxInterval {

@@ -22,6 +22,16 @@ func TestConfigDefault(t *testing.T) {
 		t.Fatalf("MaxAge follows Interval: got %v, want 6s", cfg.MaxAge)
 	}
 	cfg.validate() // a filled config with a URL is valid
+	if cfg.TimestampQuery != DefaultTimestampQuery {
+		t.Fatalf("TimestampQuery = %q, want the default beside the default Query", cfg.TimestampQuery)
+	}
+	cfg = configDefault(Config{PrometheusURL: "http://p:9090", Query: DefaultQuery})
+	if cfg.TimestampQuery != DefaultTimestampQuery {
+		t.Fatalf("TimestampQuery = %q, want the default beside an explicit DefaultQuery", cfg.TimestampQuery)
+	}
+	if cfg = configDefault(Config{PrometheusURL: "http://p:9090", Query: "x"}); cfg.TimestampQuery != "" {
+		t.Fatalf("TimestampQuery = %q beside a custom Query, want none guessed", cfg.TimestampQuery)
+	}
 }
 
 // TestConfigBoundsAccepted: the edges of every bounded field are valid.
@@ -34,6 +44,7 @@ func TestConfigBoundsAccepted(t *testing.T) {
 		{Source: src, Interval: time.Second, Window: time.Millisecond}, // below one interval: the current count alone
 		{Source: src, MinConnections: -1},                              // no floor
 		{Source: src, ShedRate: 1, Threshold: 1e9, Target: 1e9},
+		{PrometheusURL: "http://p:9090", Query: "x", TimestampQuery: "timestamp(x)"},
 	} {
 		configDefault(cfg).validate()
 	}
@@ -76,6 +87,7 @@ func TestConfigPanicsNamingTheField(t *testing.T) {
 		{"Config.PrometheusURL", Config{PrometheusURL: "prometheus:9090"}},
 		{"Config.PrometheusURL", Config{PrometheusURL: "ftp://prometheus:9090"}},
 		{"Config.PrometheusURL", Config{PrometheusURL: "http://"}},
+		{"Config.TimestampQuery", Config{PrometheusURL: "http://p:9090", Query: "x"}},
 		{"Config.Interval", Config{Source: src, Interval: -time.Second}},
 		{"Config.Interval", Config{Source: src, Interval: 1}}, // 1 ns, meant as 1 s
 		{"Config.Interval", Config{Source: src, Interval: time.Microsecond}},

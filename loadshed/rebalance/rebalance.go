@@ -123,7 +123,7 @@ func newRebalancer(cfg Config) *Rebalancer {
 		if err != nil {
 			panic("rebalance: Config.PrometheusURL: " + err.Error())
 		}
-		r.source = PromQL(v1.NewAPI(client), cfg.Query)
+		r.source = PromQL(v1.NewAPI(client), cfg.Query, cfg.TimestampQuery)
 		r.release = transport.CloseIdleConnections
 	}
 	if cfg.App != nil {

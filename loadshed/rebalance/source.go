@@ -19,10 +19,16 @@ type Source func(ctx context.Context) (Reading, error)
 // ErrNotVector is returned by the PromQL source when the query's result is not an instant vector.
 var ErrNotVector = errors.New("rebalance: the query must return an instant vector, one sample per live node")
 
-// PromQL returns a Source that runs query as an instant query through api. The query must return one sample per
-// live node, that node's open connections (DefaultQuery does); the reading's average is their mean and its node
-// count their number. An empty result is a reading of no nodes: shedding pauses.
-func PromQL(api v1.API, query string) Source {
+// ErrNoTimestamp is returned by the PromQL source when the query found live nodes but the timestamp query gave no
+// usable timestamp: the age of the reading is unknown, so it cannot count as fresh.
+var ErrNoTimestamp = errors.New("rebalance: the timestamp query returned no timestamp for the nodes the query found")
+
+// PromQL returns a Source that runs query and timestampQuery as instant queries through api, both at the same
+// evaluation time. query must return one sample per live node, that node's open connections (DefaultQuery does);
+// the reading's average is their mean and its node count their number. timestampQuery must return the timestamps
+// of those samples, in seconds (DefaultTimestampQuery does), or a scalar; the reading is as old as the oldest of
+// them, or of the samples' own timestamps if older. An empty result is a reading of no nodes: shedding pauses.
+func PromQL(api v1.API, query, timestampQuery string) Source {
 	return func(ctx context.Context) (Reading, error) {
 		at := time.Now()
 		value, _, _, err := api.Query(ctx, query, at)
@@ -31,30 +37,78 @@ func PromQL(api v1.API, query string) Source {
 		}
 		vector, ok := value.(model.Vector)
 		if !ok {
-			if value == nil {
-				return Reading{}, fmt.Errorf("%w (got no result)", ErrNotVector)
-			}
-			return Reading{}, fmt.Errorf("%w (got %s)", ErrNotVector, value.Type())
+			return Reading{}, notVector(value)
 		}
-		return readVector(vector, at), nil
+		r := readVector(vector)
+		if r.Nodes == 0 {
+			return Reading{}, nil // no data is no reading, whatever its time
+		}
+		stamps, _, _, err := api.Query(ctx, timestampQuery, at)
+		if err != nil {
+			return Reading{}, fmt.Errorf("rebalance: timestamp query %q: %w", timestampQuery, err)
+		}
+		oldest, ok := readTimestamps(stamps)
+		if !ok {
+			return Reading{}, fmt.Errorf("%w (query %q)", ErrNoTimestamp, timestampQuery)
+		}
+		if oldest.Before(r.At) {
+			r.At = oldest
+		}
+		return r, nil
 	}
 }
 
-// readVector averages one sample per node, skipping samples that are not finite numbers.
-func readVector(vector model.Vector, at time.Time) Reading {
+func notVector(value model.Value) error {
+	if value == nil {
+		return fmt.Errorf("%w (got no result)", ErrNotVector)
+	}
+	return fmt.Errorf("%w (got %s)", ErrNotVector, value.Type())
+}
+
+// readVector averages one sample per node, skipping samples that are not finite counts. The reading's At is the
+// oldest timestamp of the samples it uses (Prometheus gives them all the evaluation time).
+func readVector(vector model.Vector) Reading {
+	var r Reading
 	var sum float64
-	nodes := 0
 	for _, s := range vector {
 		v := float64(s.Value)
 		if math.IsNaN(v) || math.IsInf(v, 0) || v < 0 {
 			continue
 		}
 		sum += v
-		nodes++
+		r.Nodes++
+		if t := s.Timestamp.Time(); r.At.IsZero() || t.Before(r.At) {
+			r.At = t
+		}
 	}
-	r := Reading{Nodes: nodes, At: at}
-	if nodes > 0 {
-		r.Average = sum / float64(nodes)
+	if r.Nodes > 0 {
+		r.Average = sum / float64(r.Nodes)
 	}
 	return r
+}
+
+// readTimestamps returns the oldest timestamp, in seconds since the epoch, that a vector's samples or a scalar
+// holds. Values that are not finite are skipped; ok is false when none is left.
+func readTimestamps(value model.Value) (oldest time.Time, ok bool) {
+	var values []model.SampleValue
+	switch v := value.(type) {
+	case model.Vector:
+		for _, s := range v {
+			values = append(values, s.Value)
+		}
+	case *model.Scalar:
+		values = append(values, v.Value)
+	}
+	for _, sv := range values {
+		sec := float64(sv)
+		// Prometheus keeps milliseconds. Beyond 2^53 s (far past any clock) the milliseconds leave int64.
+		if math.IsNaN(sec) || math.Abs(sec) >= 1<<53 {
+			continue
+		}
+		t := time.UnixMilli(int64(math.Round(sec * 1000)))
+		if !ok || t.Before(oldest) {
+			oldest, ok = t, true
+		}
+	}
+	return oldest, ok
 }

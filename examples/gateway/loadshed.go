@@ -1,10 +1,6 @@
 package main
 
 import (
-	"crypto/sha256"
-	"strconv"
-	"time"
-
 	"github.com/fiberguard/fiberguard/loadshed"
 	"github.com/gofiber/fiber/v2"
 )
@@ -28,19 +24,4 @@ func setupLoadshed(app *fiber.App, e env) (func() any, func(), error) {
 	app.Use(s.Handler())
 	app.Get("/burn", burnHandler)
 	return func() any { return s.Stats() }, func() { _ = s.Close() }, nil
-}
-
-// burnHandler hashes for about ?ms= milliseconds of CPU time (default 5, at most 1000).
-func burnHandler(c *fiber.Ctx) error {
-	ms, err := strconv.Atoi(c.Query("ms", "5"))
-	if err != nil || ms < 0 || ms > 1000 {
-		return fiber.NewError(fiber.StatusBadRequest, "ms must be an integer in [0, 1000]")
-	}
-	var sum [32]byte
-	for deadline := time.Now().Add(time.Duration(ms) * time.Millisecond); time.Now().Before(deadline); {
-		for i := 0; i < 64; i++ {
-			sum = sha256.Sum256(sum[:])
-		}
-	}
-	return c.SendString("burned " + strconv.Itoa(ms) + "ms\n")
 }

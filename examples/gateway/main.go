@@ -4,13 +4,17 @@
 //	go run ./examples/gateway                 # listens on 127.0.0.1:8080
 //	FIBERGUARD_ADDR=127.0.0.1:9000 go run ./examples/gateway
 //
+// It logs its address once it listens; when it cannot listen it says why and exits with status 1.
+//
 // Each module's wiring lives in its own file and registers itself as a feature.
 package main
 
 import (
 	"context"
 	"errors"
+	"fmt"
 	"log"
+	"net"
 	"os"
 	"os/signal"
 	"sort"
@@ -23,6 +27,9 @@ import (
 	"github.com/prometheus/client_golang/prometheus/collectors"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
+
+// defaultAddr is where the gateway listens without FIBERGUARD_ADDR.
+const defaultAddr = "127.0.0.1:8080"
 
 // env is what a feature's setup may use.
 type env struct {
@@ -93,28 +100,49 @@ func (g *gateway) close() {
 }
 
 func main() {
-	reg := prometheus.NewRegistry()
-	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-
-	g, err := newGateway(env{registry: reg, getenv: os.Getenv})
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Getenv, log.Default())
+	stop()
 	if err != nil {
 		log.Fatal(err)
 	}
-	addr := os.Getenv("FIBERGUARD_ADDR")
+}
+
+// run builds the gateway and serves it on FIBERGUARD_ADDR until ctx ends. It announces the address only once
+// it listens, and returns the error when it cannot.
+func run(ctx context.Context, getenv func(string) string, logger *log.Logger) error {
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
+	g, err := newGateway(env{registry: reg, getenv: getenv})
+	if err != nil {
+		return err
+	}
+	defer g.close()
+
+	addr := getenv("FIBERGUARD_ADDR")
 	if addr == "" {
-		addr = "127.0.0.1:8080"
+		addr = defaultAddr
 	}
+	ln, err := net.Listen(g.app.Config().Network, addr)
+	if err != nil {
+		return fmt.Errorf("gateway: %w (set FIBERGUARD_ADDR to a free host:port)", err)
+	}
+	logger.Printf("fiberguard gateway on http://%s (GET /status, /metrics)", ln.Addr())
 
-	ctx, cancel := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer cancel()
+	served, shut := make(chan struct{}), make(chan struct{})
 	go func() {
-		<-ctx.Done()
-		_ = g.app.ShutdownWithTimeout(5 * time.Second)
+		defer close(shut)
+		select {
+		case <-ctx.Done():
+			_ = g.app.ShutdownWithTimeout(5 * time.Second)
+			// A shutdown before Listener has handed ln to the server finds nothing to stop; closing ln makes
+			// the server return as soon as it starts.
+			_ = ln.Close()
+		case <-served:
+		}
 	}()
-
-	log.Printf("fiberguard gateway on http://%s (GET /status, /metrics)", addr)
-	if err := g.app.Listen(addr); err != nil {
-		log.Print(err)
-	}
-	g.close()
+	err = g.app.Listener(ln)
+	close(served)
+	<-shut
+	return err
 }

@@ -1,18 +1,42 @@
 package main
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
+	"log"
+	"net"
+	"net/http"
 	"net/http/httptest"
+	"os"
+	"os/exec"
 	"strings"
+	"sync"
+	"syscall"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
 
+// runMainEnv makes the test binary run the gateway's main instead of the tests, so that tests can watch the
+// real command: its output, its exit status, its answer to SIGTERM.
+const runMainEnv = "FIBERGUARD_GATEWAY_TEST_MAIN"
+
 func TestMain(m *testing.M) {
-	goleak.VerifyTestMain(m, goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
+	if os.Getenv(runMainEnv) == "1" {
+		main()
+		os.Exit(0)
+	}
+	goleak.VerifyTestMain(m,
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+		// The worker-pool cleaner of a server that run stopped sleeps out MaxIdleWorkerDuration (10 s), then ends.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+	)
 }
 
 func newTestGateway(t *testing.T, vars map[string]string) *gateway {
@@ -102,5 +126,178 @@ func TestBurnRejectsBadInput(t *testing.T) {
 	g := newTestGateway(t, map[string]string{"FIBERGUARD_LOADSHED_DRYRUN": "1"})
 	if code, _ := fetch(t, g, "/burn?ms=abc"); code != 400 {
 		t.Fatalf("/burn?ms=abc: %d, want 400", code)
+	}
+}
+
+// announcement starts the line the gateway logs once it listens.
+const announcement = "fiberguard gateway on http://"
+
+// badAddrs returns addresses the gateway cannot listen on, by what is wrong with each; the busy one is held
+// until the test ends.
+func badAddrs(t *testing.T) map[string]string {
+	t.Helper()
+	busy, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { _ = busy.Close() })
+	return map[string]string{
+		"garbage":            "missing port in address",
+		"127.0.0.1:99999":    "invalid port",
+		"127.0.0.1:-1":       "invalid port",
+		busy.Addr().String(): "address already in use",
+	}
+}
+
+func TestRunFailsToListenWithoutAnnouncing(t *testing.T) {
+	for addr, why := range badAddrs(t) {
+		var out bytes.Buffer
+		err := run(t.Context(), func(k string) string {
+			if k == "FIBERGUARD_ADDR" {
+				return addr
+			}
+			return ""
+		}, log.New(&out, "", 0))
+		if err == nil || !strings.Contains(err.Error(), why) || !strings.Contains(err.Error(), "FIBERGUARD_ADDR") {
+			t.Errorf("run on %q: error %v, want one saying %q and naming FIBERGUARD_ADDR", addr, err, why)
+		}
+		if strings.Contains(out.String(), announcement) {
+			t.Errorf("run on %q announced a gateway that never listened: %q", addr, out.String())
+		}
+	}
+}
+
+// syncBuffer is a bytes.Buffer safe for a writer and a reader in two goroutines.
+type syncBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (s *syncBuffer) Write(p []byte) (int, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.Write(p)
+}
+
+func (s *syncBuffer) String() string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.b.String()
+}
+
+// announcedAddr waits for the announcement in out and returns the address it gives.
+func announcedAddr(t *testing.T, out func() string) string {
+	t.Helper()
+	deadline := time.Now().Add(30 * time.Second)
+	for {
+		if _, rest, ok := strings.Cut(out(), announcement); ok {
+			if addr, _, ok := strings.Cut(rest, " "); ok {
+				return addr
+			}
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no announcement in %q", out())
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+}
+
+// getStatus fetches http://addr/status and returns its status code.
+func getStatus(t *testing.T, addr string) int {
+	t.Helper()
+	c := http.Client{Timeout: 10 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	resp, err := c.Get("http://" + addr + "/status")
+	if err != nil {
+		t.Fatalf("the announced gateway does not answer: %v", err)
+	}
+	_ = resp.Body.Close()
+	return resp.StatusCode
+}
+
+func TestRunAnnouncesTheAddressItListensOnAndStops(t *testing.T) {
+	var out syncBuffer
+	ctx, cancel := context.WithCancel(t.Context())
+	defer cancel()
+	done := make(chan error, 1)
+	go func() {
+		done <- run(ctx, func(k string) string {
+			if k == "FIBERGUARD_ADDR" {
+				return "127.0.0.1:0"
+			}
+			return ""
+		}, log.New(&out, "", 0))
+	}()
+	addr := announcedAddr(t, out.String)
+	if strings.HasSuffix(addr, ":0") {
+		t.Fatalf("announced %q, want the port actually bound", addr)
+	}
+	if code := getStatus(t, addr); code != 200 {
+		t.Fatalf("/status: %d", code)
+	}
+	cancel()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("run after cancel: %v", err)
+		}
+	case <-time.After(30 * time.Second):
+		t.Fatal("run did not return after its context ended")
+	}
+}
+
+// gatewayCommand is this test binary running the gateway's main with FIBERGUARD_ADDR=addr.
+func gatewayCommand(t *testing.T, addr string) *exec.Cmd {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	t.Cleanup(cancel)
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
+	cmd.Env = append(os.Environ(), runMainEnv+"=1", "FIBERGUARD_ADDR="+addr)
+	return cmd
+}
+
+func TestGatewayExitsNonZeroWhenItCannotListen(t *testing.T) {
+	for addr, why := range badAddrs(t) {
+		out, err := gatewayCommand(t, addr).CombinedOutput()
+		var exit *exec.ExitError
+		if !errors.As(err, &exit) || exit.ExitCode() == 0 {
+			t.Errorf("gateway on %q: %v, want a non-zero exit status\n%s", addr, err, out)
+		}
+		if !bytes.Contains(out, []byte(why)) {
+			t.Errorf("gateway on %q does not say %q:\n%s", addr, why, out)
+		}
+		if bytes.Contains(out, []byte(announcement)) {
+			t.Errorf("gateway on %q announced itself though it never listened:\n%s", addr, out)
+		}
+	}
+}
+
+func TestGatewayStopsOnSIGTERM(t *testing.T) {
+	cmd := gatewayCommand(t, "127.0.0.1:0")
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			_, _ = out.Write(append(sc.Bytes(), '\n'))
+		}
+	}()
+	addr := announcedAddr(t, out.String)
+	if code := getStatus(t, addr); code != 200 {
+		t.Fatalf("/status: %d", code)
+	}
+	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
+		t.Fatal(err)
+	}
+	<-copied
+	if err := cmd.Wait(); err != nil {
+		t.Fatalf("gateway after SIGTERM: %v, want exit status 0\n%s", err, out.String())
 	}
 }

@@ -117,10 +117,17 @@ func startDemoUpstream(name string) (addr string, shutdown func(), err error) {
 		},
 		MaxIdleWorkerDuration: 100 * time.Millisecond,
 	}
-	go func() { _ = srv.Serve(ln) }()
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
 	return ln.Addr().String(), func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = srv.ShutdownWithContext(ctx)
+		// A shutdown before Serve has taken ln finds nothing to stop; closing ln ends Serve either way.
+		_ = ln.Close()
+		<-served
 	}, nil
 }

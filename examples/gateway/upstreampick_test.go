@@ -1,6 +1,7 @@
 package main
 
 import (
+	"net"
 	"strings"
 	"testing"
 	"time"
@@ -68,6 +69,21 @@ func TestUpstreampickConfigErrors(t *testing.T) {
 		}
 		if !strings.HasPrefix(err.Error(), "upstreampick: ") {
 			t.Fatalf("%v: error %q, want it to name the feature", vars, err)
+		}
+	}
+}
+
+func TestDemoUpstreamShutdownStopsItAtOnce(t *testing.T) {
+	// Shut down right after the start, before its Serve goroutine may have run: it must not go on serving.
+	for range 20 {
+		addr, shutdown, err := startDemoUpstream("site")
+		if err != nil {
+			t.Fatal(err)
+		}
+		shutdown()
+		if c, err := net.DialTimeout("tcp4", addr, time.Second); err == nil {
+			_ = c.Close()
+			t.Fatalf("demo upstream %s still accepts connections after its shutdown returned", addr)
 		}
 	}
 }

@@ -11,13 +11,13 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"log"
 	"net"
 	"os"
 	"os/signal"
 	"sort"
+	"strings"
 	"syscall"
 	"time"
 
@@ -68,7 +68,7 @@ func newGateway(e env) (*gateway, error) {
 		st, stop, err := f.setup(app, e)
 		if err != nil {
 			g.close()
-			return nil, errors.New(f.name + ": " + err.Error())
+			return nil, featureError(f.name, err)
 		}
 		if st != nil {
 			g.status[f.name] = st
@@ -97,6 +97,15 @@ func (g *gateway) close() {
 		g.stops[i]()
 	}
 	g.stops = nil
+}
+
+// featureError names the feature in a setup error, unless the error already starts with that name, as a
+// module's invalid-config message does ("rebalance: Config.PrometheusURL must be ...").
+func featureError(name string, err error) error {
+	if strings.HasPrefix(err.Error(), name+": ") {
+		return err
+	}
+	return fmt.Errorf("%s: %w", name, err)
 }
 
 func main() {

@@ -301,3 +301,28 @@ func TestGatewayStopsOnSIGTERM(t *testing.T) {
 		t.Fatalf("gateway after SIGTERM: %v, want exit status 0\n%s", err, out.String())
 	}
 }
+
+func TestSetupErrorsNameTheFeatureOnce(t *testing.T) {
+	for _, tt := range []struct{ key, value, want string }{
+		{"FIBERGUARD_PROMETHEUS_URL", "bad", "rebalance: Config.PrometheusURL must be"},
+		{"FIBERGUARD_UPSTREAMPICK_SERVERS", "ftp://127.0.0.1:1", "upstreampick: Config.Servers: "},
+		{"FIBERGUARD_UPSTREAMPICK_SERVERS", "10.0.0.1", "upstreampick: Config.Servers: "},
+		// An error of the gateway's own gets the feature's name.
+		{"FIBERGUARD_UPSTREAMPICK_MODE", "fastest", "upstreampick: FIBERGUARD_UPSTREAMPICK_MODE must be"},
+	} {
+		_, err := newGateway(env{registry: prometheus.NewRegistry(), getenv: func(k string) string {
+			if k == tt.key {
+				return tt.value
+			}
+			return ""
+		}})
+		if err == nil || !strings.HasPrefix(err.Error(), tt.want) {
+			t.Errorf("%s=%s: error %v, want %q...", tt.key, tt.value, err, tt.want)
+			continue
+		}
+		name, _, _ := strings.Cut(tt.want, ":")
+		if strings.Count(err.Error(), name+":") != 1 {
+			t.Errorf("%s=%s: error %q names %s more than once", tt.key, tt.value, err, name)
+		}
+	}
+}

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 	"github.com/go-kratos/aegis/ratelimit"
 	"github.com/go-kratos/aegis/ratelimit/bbr"
 	"github.com/gofiber/fiber/v2"
@@ -16,6 +17,21 @@ func BBRMiddleware(l *bbr.BBR) fiber.Handler {
 		}
 		err = c.Next()
 		done(ratelimit.DoneInfo{Err: err})
+		return err
+	}
+}
+
+// FailsafeMiddleware is the usual Fiber wrapping of a failsafe-go adaptive limiter: a permit around the rest of
+// the chain, 503 when none is free. It does not wait for a permit, as the limiter's own policy does not by default
+// (no queueing: the default max wait is zero).
+func FailsafeMiddleware(l adaptivelimiter.AdaptiveLimiter[any]) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		permit, ok := l.TryAcquirePermit()
+		if !ok {
+			return c.SendStatus(fiber.StatusServiceUnavailable)
+		}
+		err := c.Next()
+		permit.Record()
 		return err
 	}
 }

@@ -1,0 +1,126 @@
+package scenario
+
+import (
+	"io"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+// Outcome summarises an open-loop attack.
+type Outcome struct {
+	Offered  float64 // requests per second sent
+	Goodput  float64 // 200s per second that finished while the load was offered (not the backlog after it)
+	Total    int
+	OK       int // 200
+	Shed     int // 503
+	Timeouts int // no answer within the attack's timeout
+	Errors   int // anything else: other statuses, refused or reset connections
+	P50, P99 time.Duration
+}
+
+// ShedFrac is the share of requests shed (503).
+func (o Outcome) ShedFrac() float64 { return frac(o.Shed, o.Total) }
+
+// TimeoutFrac is the share of requests that timed out.
+func (o Outcome) TimeoutFrac() float64 { return frac(o.Timeouts, o.Total) }
+
+// ErrFrac is the share of requests that failed otherwise.
+func (o Outcome) ErrFrac() float64 { return frac(o.Errors, o.Total) }
+
+func frac(n, total int) float64 {
+	if total == 0 {
+		return 0
+	}
+	return float64(n) / float64(total)
+}
+
+// Attack sends GET url open-loop at rate per second for d and summarises the answers. A request unanswered after
+// timeout counts as a timeout.
+func Attack(url string, rate float64, d, timeout time.Duration) Outcome {
+	// A client of our own, so that its idle connections (and their goroutines) end with the attack.
+	transport := &http.Transport{MaxIdleConnsPerHost: 20000}
+	defer transport.CloseIdleConnections()
+	atk := vegeta.NewAttacker(vegeta.Client(&http.Client{Timeout: timeout, Transport: transport}),
+		vegeta.Workers(64), vegeta.MaxWorkers(20000))
+	target := vegeta.NewStaticTargeter(vegeta.Target{Method: "GET", URL: url})
+	s := summary{end: time.Now().Add(d)}
+	// Fractional rates matter at low rates (e.g. a quarter of a small capacity): pace per minute.
+	pacer := vegeta.ConstantPacer{Freq: max(1, int(rate*60+0.5)), Per: time.Minute}
+	for res := range atk.Attack(target, pacer, d, "scenario") {
+		s.add(res)
+	}
+	return s.outcome(rate, d)
+}
+
+// summary accumulates attack results.
+type summary struct {
+	end                              time.Time
+	ok                               []time.Duration
+	total, shed, timeouts, errs, win int
+}
+
+func (s *summary) add(r *vegeta.Result) {
+	s.total++
+	switch {
+	case r.Code == http.StatusOK:
+		s.ok = append(s.ok, r.Latency)
+		if !r.End().After(s.end) {
+			s.win++
+		}
+	case r.Code == http.StatusServiceUnavailable:
+		s.shed++
+	case r.Code == 0 && isTimeout(r.Error):
+		s.timeouts++
+	default:
+		s.errs++
+	}
+}
+
+func (s *summary) outcome(rate float64, d time.Duration) Outcome {
+	slices.Sort(s.ok)
+	o := Outcome{Offered: rate, Goodput: float64(s.win) / d.Seconds(), Total: s.total, OK: len(s.ok),
+		Shed: s.shed, Timeouts: s.timeouts, Errors: s.errs}
+	if n := len(s.ok); n > 0 {
+		o.P50, o.P99 = s.ok[n/2], s.ok[min(n-1, n*99/100)]
+	}
+	return o
+}
+
+// isTimeout tells a client-side timeout (http.Client.Timeout, a dial or read deadline) from other failures in
+// vegeta's error text: vegeta keeps only the message.
+func isTimeout(msg string) bool {
+	return strings.Contains(msg, "Client.Timeout") || strings.Contains(msg, "deadline exceeded") ||
+		strings.Contains(msg, "i/o timeout")
+}
+
+// Capacity measures throughput (200s per second) with a closed loop of 16 concurrent clients for d.
+func Capacity(url string, d time.Duration) float64 {
+	var n atomic.Int64
+	var wg sync.WaitGroup
+	stop := time.Now().Add(d)
+	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}, Timeout: 10 * time.Second}
+	defer client.CloseIdleConnections()
+	for range 16 {
+		wg.Go(func() {
+			for time.Now().Before(stop) {
+				resp, err := client.Get(url)
+				if err != nil {
+					continue
+				}
+				_, _ = io.Copy(io.Discard, resp.Body) // read to EOF, so the connection is reused
+				resp.Body.Close()
+				if resp.StatusCode == http.StatusOK {
+					n.Add(1)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	return float64(n.Load()) / d.Seconds()
+}

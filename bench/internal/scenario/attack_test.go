@@ -1,0 +1,78 @@
+package scenario
+
+import (
+	"net/http"
+	"net/http/httptest"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	vegeta "github.com/tsenart/vegeta/v12/lib"
+)
+
+func TestSummary(t *testing.T) {
+	start := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	end := start.Add(time.Second)
+	at := func(offset time.Duration, code uint16, latency time.Duration, msg string) *vegeta.Result {
+		return &vegeta.Result{Timestamp: start.Add(offset), Code: code, Latency: latency, Error: msg}
+	}
+	s := summary{end: end}
+	for i := range 100 {
+		s.add(at(0, 200, time.Duration(i+1)*time.Millisecond, "")) // 1..100 ms, all finished in the window
+	}
+	s.add(at(900*time.Millisecond, 200, 500*time.Millisecond, "")) // finished after the window: not goodput
+	s.add(at(0, 503, time.Millisecond, "503 Service Unavailable"))
+	s.add(at(0, 503, time.Millisecond, "503 Service Unavailable"))
+	s.add(at(0, 0, 10*time.Second, `Get "http://127.0.0.1:1/work": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`))
+	s.add(at(0, 0, 10*time.Second, `Get "http://127.0.0.1:1/work": net/http: request canceled (Client.Timeout exceeded while reading body)`))
+	s.add(at(0, 0, time.Second, `Get "http://127.0.0.1:1/work": dial tcp 127.0.0.1:1: i/o timeout`))
+	s.add(at(0, 0, time.Millisecond, `Get "http://127.0.0.1:1/work": dial tcp 127.0.0.1:1: connect: connection refused`))
+	s.add(at(0, 500, time.Millisecond, "500 Internal Server Error"))
+
+	got := s.outcome(108, time.Second)
+	want := Outcome{Offered: 108, Goodput: 100, Total: 108, OK: 101, Shed: 2, Timeouts: 3, Errors: 2,
+		P50: 51 * time.Millisecond, P99: 100 * time.Millisecond}
+	if got != want {
+		t.Fatalf("got  %+v\nwant %+v", got, want)
+	}
+	if f := got.TimeoutFrac(); f != 3.0/108 {
+		t.Errorf("TimeoutFrac %v, want %v", f, 3.0/108)
+	}
+}
+
+func TestSummaryEmpty(t *testing.T) {
+	var s summary
+	got := s.outcome(10, time.Second)
+	if got.P50 != 0 || got.P99 != 0 || got.ShedFrac() != 0 || got.TimeoutFrac() != 0 || got.ErrFrac() != 0 {
+		t.Fatalf("an attack without results: %+v", got)
+	}
+}
+
+// TestAttackCountsTimeouts drives a real server with real vegeta: the requests it never answers must be counted
+// as timeouts, apart from the 503s and the 200s.
+func TestAttackCountsTimeouts(t *testing.T) {
+	var n, ok, shed, held atomic.Int64
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		switch n.Add(1) % 3 {
+		case 0:
+			ok.Add(1)
+		case 1:
+			shed.Add(1)
+			w.WriteHeader(http.StatusServiceUnavailable)
+		case 2:
+			held.Add(1)
+			<-release // answered only after the client gave up
+		}
+	}))
+	defer srv.Close()
+	defer close(release) // runs before srv.Close, which waits for the handlers
+
+	got := Attack(srv.URL, 30, time.Second, 500*time.Millisecond)
+	if got.Total == 0 || int64(got.Total) != n.Load() {
+		t.Fatalf("%d results for %d requests served", got.Total, n.Load())
+	}
+	if int64(got.OK) != ok.Load() || int64(got.Shed) != shed.Load() || int64(got.Timeouts) != held.Load() || got.Errors != 0 {
+		t.Fatalf("got %+v; server: %d ok, %d shed, %d held", got, ok.Load(), shed.Load(), held.Load())
+	}
+}

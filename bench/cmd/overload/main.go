@@ -1,322 +1,223 @@
-// Command overload measures loadshed under a real overload: a CPU-bound Fiber app confined to one CPU by a cgroup,
-// driven open-loop by vegeta from this (separate) process at a multiple of its capacity.
+// Command overload measures loadshed under a real overload: a CPU-bound Fiber app confined to a cgroup (1 CPU by
+// default), driven open-loop by vegeta from this (separate) process at a multiple of its capacity, next to the
+// same app without shedding and with the shedders users would otherwise reach for.
 //
 //	cd bench && go run ./cmd/overload -duration 30s -factor 2     # as root: it creates a cgroup
+//	cd bench && go run ./cmd/overload -duration 5s -signals default,cpu -modes plain,loadshed
 //
-// It prints a Markdown table: capacity, then for the app with and without loadshed the goodput (200s per
-// second), the shed fraction, and p50/p99 of admitted requests, next to the unloaded p50/p99.
+// It prints one Markdown table: the unloaded p50/p99 (¼ capacity, loadshed with its default signal), the shed
+// fraction at 0.8× capacity for each loadshed signal, then for every mode (and loadshed signal) at factor×
+// capacity the goodput, shed, timeout and error fractions, p50/p99 of admitted requests and the p99's ratio to
+// the unloaded one.
 package main
 
 import (
-	"bufio"
-	"crypto/sha256"
-	"errors"
 	"flag"
 	"fmt"
 	"log"
-	"net"
-	"net/http"
 	"os"
-	"os/exec"
-	"path/filepath"
+	"runtime"
 	"slices"
 	"strconv"
 	"strings"
-	"sync"
-	"sync/atomic"
 	"time"
 
+	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 	"github.com/fiberguard/fiberguard/bench"
+	"github.com/fiberguard/fiberguard/bench/gozero"
+	"github.com/fiberguard/fiberguard/bench/internal/scenario"
 	"github.com/fiberguard/fiberguard/loadshed"
 	"github.com/go-kratos/aegis/ratelimit/bbr"
-	"github.com/gofiber/fiber/v2"
-	vegeta "github.com/tsenart/vegeta/v12/lib"
+	"github.com/zeromicro/go-zero/core/load"
 )
 
+// modes are the apps compared, in table order.
+var modes = []string{"plain", "loadshed", "bbr", "failsafe", "gozero"}
+
+var modeNames = map[string]string{
+	"plain":    "no shedding",
+	"loadshed": "loadshed",
+	"bbr":      "go-kratos/aegis BBR (defaults)",
+	"failsafe": "failsafe-go adaptivelimiter (defaults)",
+	"gozero":   "go-zero core/load adaptive shedder (defaults)",
+}
+
+type params struct {
+	work, duration, reference, timeout time.Duration
+	factor, cpus                       float64
+	modes, signals                     []string
+}
+
 func main() {
-	serve := flag.String("serve", "", "internal: run the app (plain|loadshed|bbr) on -addr after reading a line on stdin")
+	serve := flag.String("serve", "", "internal: run the app ("+strings.Join(modes, "|")+") on -addr after reading a line on stdin")
 	addr := flag.String("addr", "", "internal: listen address of the app")
-	work := flag.Duration("work", time.Millisecond, "CPU time each request burns")
-	duration := flag.Duration("duration", 30*time.Second, "length of each overload run")
-	factor := flag.Float64("factor", 2, "offered load as a multiple of capacity")
-	cpus := flag.Int("cpus", 1, "CPU quota of the app's cgroup")
+	signal := flag.String("signal", "default", "internal: the loadshed signal of the app")
+	iterations := flag.Int("iterations", 0, "internal: hash iterations per request")
+	var p params
+	flag.DurationVar(&p.work, "work", time.Millisecond, "CPU time each request burns")
+	flag.DurationVar(&p.duration, "duration", 30*time.Second, "length of each overload run")
+	flag.DurationVar(&p.reference, "reference", 10*time.Second, "length of the unloaded and 0.8x capacity runs")
+	flag.DurationVar(&p.timeout, "timeout", 10*time.Second, "client timeout of each request")
+	flag.Float64Var(&p.factor, "factor", 2, "offered load as a multiple of capacity")
+	flag.Float64Var(&p.cpus, "cpus", 1, "CPU quota of the app's cgroup")
+	modeList := flag.String("modes", strings.Join(modes, ","), "apps to run at factor x capacity: "+strings.Join(modes, ","))
+	signalList := flag.String("signals", "default,cpu", "loadshed signals to run, from: "+strings.Join(bench.SignalNames, ","))
 	interval := flag.Duration("interval", 0, "loadshed Config.Interval (0: the default)")
 	smoothing := flag.Float64("smoothing", 0, "loadshed Config.Smoothing (0: the default)")
 	lower := flag.Float64("lower", 0, "loadshed Config.Lower (0: the default)")
 	upper := flag.Float64("upper", 0, "loadshed Config.Upper (0: the default)")
 	flag.Parse()
+	gozero.DisableLogs()
 
 	if *serve != "" {
-		runApp(*serve, *addr, loadshed.Config{Interval: *interval, Smoothing: *smoothing, Lower: *lower, Upper: *upper})
+		cfg := loadshed.Config{Interval: *interval, Smoothing: *smoothing, Lower: *lower, Upper: *upper}
+		if err := runApp(*serve, *signal, *iterations, *addr, cfg); err != nil {
+			log.Fatal(err)
+		}
 		return
 	}
-	if err := drive(*work, *duration, *factor, *cpus); err != nil {
+	var err error
+	if p.modes, err = scenario.ParseList(*modeList, modes); err != nil {
+		log.Fatal(err)
+	}
+	if p.signals, err = scenario.ParseList(*signalList, bench.SignalNames); err != nil {
+		log.Fatal(err)
+	}
+	if err := drive(p); err != nil {
 		log.Fatal(err)
 	}
 }
 
-// burn spends about d of CPU time hashing, like a handler that renders or computes.
-func burn(iterations int) [32]byte {
-	var sum [32]byte
-	for i := 0; i < iterations; i++ {
-		sum = sha256.Sum256(sum[:])
+// runApp is the app process. Every mode runs with the GOMAXPROCS the runtime chooses for the app's cgroup
+// (scenario.AwaitStart), so go-zero's import of automaxprocs cannot give its mode another one.
+func runApp(mode, signal string, iterations int, addr string, cfg loadshed.Config) error {
+	if err := scenario.AwaitStart(); err != nil {
+		return err
 	}
-	return sum
-}
-
-// calibrate finds how many hash iterations take d of CPU time on this machine.
-func calibrate(d time.Duration) int {
-	n := 10000
-	start := time.Now()
-	burn(n)
-	per := time.Since(start) / time.Duration(n)
-	if per <= 0 {
-		per = time.Nanosecond
-	}
-	return int(d / per)
-}
-
-func runApp(mode, addr string, cfg loadshed.Config) {
-	iterations, _ := strconv.Atoi(os.Getenv("OVERLOAD_ITERATIONS"))
-	// The driver moves this process into the cgroup first, then says go.
-	if _, err := bufio.NewReader(os.Stdin).ReadString('\n'); err != nil {
-		log.Fatal(err)
-	}
-	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.Get("/healthz", func(c *fiber.Ctx) error { return c.SendString("ok") })
-	if mode == "loadshed" {
-		cfg.Next = func(c *fiber.Ctx) bool { return c.Path() == "/healthz" }
-		s := loadshed.NewShedder(cfg)
-		defer func() { _ = s.Close() }()
-		app.Use(s.Handler())
-		app.Get("/stats", func(c *fiber.Ctx) error { return c.JSON(s.Stats()) })
-	}
-	if mode == "bbr" {
-		app.Use(bench.BBRMiddleware(bbr.NewLimiter()))
-	}
-	app.Get("/work", func(c *fiber.Ctx) error {
-		sum := burn(iterations)
-		return c.Send(sum[:4])
-	})
-	if err := app.Listen(addr); err != nil {
-		log.Print(err) // the driver kills this process; a listen error shows in its log
-	}
-}
-
-// cgroup is a v1 cpu+cpuacct group with a CPU quota.
-type cgroup struct{ dirs []string }
-
-func newCgroup(cpus int) (*cgroup, error) {
-	name := fmt.Sprintf("fiberguard-overload-%d", os.Getpid())
-	cg := &cgroup{}
-	for _, ctrl := range []string{"cpu", "cpuacct"} {
-		dir := filepath.Join("/sys/fs/cgroup", ctrl, name)
-		if err := os.Mkdir(dir, 0o755); err != nil {
-			cg.remove()
-			return nil, fmt.Errorf("creating %s (needs root and cgroup v1): %w", dir, err)
-		}
-		cg.dirs = append(cg.dirs, dir)
-	}
-	if err := os.WriteFile(filepath.Join(cg.dirs[0], "cpu.cfs_period_us"), []byte("100000"), 0); err != nil {
-		return nil, err
-	}
-	return cg, os.WriteFile(filepath.Join(cg.dirs[0], "cpu.cfs_quota_us"), []byte(strconv.Itoa(cpus*100000)), 0)
-}
-
-func (cg *cgroup) add(pid int) error {
-	for _, d := range cg.dirs {
-		if err := os.WriteFile(filepath.Join(d, "cgroup.procs"), []byte(strconv.Itoa(pid)), 0); err != nil {
+	spec := scenario.AppSpec{Iterations: iterations}
+	switch mode {
+	case "plain":
+	case "loadshed":
+		sig, err := bench.Signal(signal)
+		if err != nil {
 			return err
 		}
+		cfg.Signal = sig
+		s := loadshed.NewShedder(cfg) // after AwaitStart: the signal sees the app's cgroup
+		defer func() { _ = s.Close() }()
+		spec.Middleware, spec.Stats = s.Handler(), func() any { return s.Stats() }
+	case "bbr":
+		spec.Middleware = bench.BBRMiddleware(bbr.NewLimiter())
+	case "failsafe":
+		spec.Middleware = bench.FailsafeMiddleware(adaptivelimiter.NewWithDefaults[any]())
+	case "gozero":
+		spec.Middleware = gozero.Middleware(load.NewAdaptiveShedder())
+	default:
+		return fmt.Errorf("unknown mode %q", mode)
 	}
-	return nil
+	log.Printf("app %s (signal %s): GOMAXPROCS %d", mode, signal, runtime.GOMAXPROCS(0))
+	return scenario.NewApp(spec).Listen(addr) // the driver kills this process to stop it
 }
 
-func (cg *cgroup) remove() {
-	for _, d := range cg.dirs {
-		_ = os.Remove(d)
-	}
+// run is one measurement of the table.
+type run struct {
+	name string
+	o    scenario.Outcome
 }
 
-type app struct {
-	cmd  *exec.Cmd
-	base string
-}
+func drive(p params) error {
+	var clean scenario.Cleanup
+	defer clean.OnInterrupt()() // stops watching only after the cleanup below
+	defer clean.Run()
 
-func startApp(cg *cgroup, mode string, iterations int) (*app, error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	addr := l.Addr().String()
-	_ = l.Close()
-	args := []string{"-serve", mode, "-addr", addr}
-	for _, f := range []string{"interval", "smoothing", "lower", "upper"} {
-		args = append(args, "-"+f, flag.Lookup(f).Value.String())
-	}
-	cmd := exec.Command(os.Args[0], args...)
-	cmd.Env = append(os.Environ(), "OVERLOAD_ITERATIONS="+strconv.Itoa(iterations))
-	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	stdin, err := cmd.StdinPipe()
-	if err != nil {
-		return nil, err
-	}
-	if err := cmd.Start(); err != nil {
-		return nil, err
-	}
-	a := &app{cmd: cmd, base: "http://" + addr}
-	if err := cg.add(cmd.Process.Pid); err != nil {
-		a.stop()
-		return nil, err
-	}
-	_, _ = stdin.Write([]byte("go\n"))
-	for deadline := time.Now().Add(10 * time.Second); time.Now().Before(deadline); time.Sleep(50 * time.Millisecond) {
-		if resp, err := http.Get(a.base + "/healthz"); err == nil {
-			resp.Body.Close()
-			return a, nil
-		}
-	}
-	a.stop()
-	return nil, errors.New("app did not start")
-}
-
-func (a *app) stop() {
-	_ = a.cmd.Process.Kill()
-	_ = a.cmd.Wait()
-}
-
-// capacity measures the app's throughput with a closed loop of concurrent clients.
-func capacity(base string, d time.Duration) float64 {
-	var n atomic.Int64
-	var wg sync.WaitGroup
-	stop := time.Now().Add(d)
-	client := &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 64}}
-	for i := 0; i < 16; i++ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			for time.Now().Before(stop) {
-				resp, err := client.Get(base + "/work")
-				if err != nil {
-					continue
-				}
-				resp.Body.Close()
-				if resp.StatusCode == 200 {
-					n.Add(1)
-				}
-			}
-		}()
-	}
-	wg.Wait()
-	return float64(n.Load()) / d.Seconds()
-}
-
-type outcome struct {
-	offered, goodput, shedFrac, errFrac float64
-	p50, p99                            time.Duration
-}
-
-// attack drives base/work open-loop at rate for d and summarises the results.
-func attack(base string, rate float64, d time.Duration) outcome {
-	atk := vegeta.NewAttacker(vegeta.Timeout(10*time.Second), vegeta.Workers(64), vegeta.MaxWorkers(20000),
-		vegeta.KeepAlive(true), vegeta.Connections(20000))
-	tr := vegeta.NewStaticTargeter(vegeta.Target{Method: "GET", URL: base + "/work"})
-	var ok []time.Duration
-	total, shed, failed, inWindow := 0, 0, 0, 0
-	end := time.Now().Add(d)
-	for res := range atk.Attack(tr, vegeta.ConstantPacer{Freq: int(rate), Per: time.Second}, d, "overload") {
-		total++
-		switch res.Code {
-		case 200:
-			ok = append(ok, res.Latency)
-			if !res.End().After(end) {
-				inWindow++ // goodput counts work finished while the load was offered, not the backlog after it
-			}
-		case 503:
-			shed++
-		default:
-			failed++
-		}
-	}
-	slices.Sort(ok)
-	o := outcome{offered: rate, goodput: float64(inWindow) / d.Seconds()}
-	if total > 0 {
-		o.shedFrac, o.errFrac = float64(shed)/float64(total), float64(failed)/float64(total)
-	}
-	if len(ok) > 0 {
-		o.p50, o.p99 = ok[len(ok)/2], ok[len(ok)*99/100]
-	}
-	return o
-}
-
-func drive(work, duration time.Duration, factor float64, cpus int) error {
-	cg, err := newCgroup(cpus)
+	scenario.RemoveStale("fiberguard-overload", "cpu", "cpuacct")
+	cg, err := scenario.NewGroup(fmt.Sprintf("fiberguard-overload-%d", os.Getpid()), p.cpus, "cpu", "cpuacct")
 	if err != nil {
 		return err
 	}
-	defer cg.remove()
-	iterations := calibrate(work)
-	log.Printf("calibrated %d hash iterations for %v of CPU per request", iterations, work)
+	clean.Add(cg.Remove)
+	iterations := scenario.Calibrate(p.work)
+	log.Printf("calibrated %d hash iterations for %v of CPU per request", iterations, p.work)
 
-	run := func(mode string, f func(base string) outcome) (outcome, error) {
-		a, err := startApp(cg, mode, iterations)
-		if err != nil {
-			return outcome{}, err
+	// measure starts the app in mode (with a loadshed signal), lets it settle idle, then runs f against it.
+	measure := func(mode, signal string, f func(base string) scenario.Outcome) (scenario.Outcome, error) {
+		args := []string{"-serve", mode, "-signal", signal, "-iterations", strconv.Itoa(iterations)}
+		for _, name := range []string{"interval", "smoothing", "lower", "upper"} {
+			args = append(args, "-"+name, flag.Lookup(name).Value.String())
 		}
-		defer a.stop()
-		time.Sleep(time.Second) // let the sampler settle on an idle app
-		return f(a.base), nil
+		a, err := scenario.StartApp(scenario.AppOptions{Args: args, Groups: []*scenario.Group{cg}})
+		if err != nil {
+			return scenario.Outcome{}, err
+		}
+		defer clean.Add(a.Stop)()
+		time.Sleep(time.Second) // let the samplers settle on an idle app
+		return f(a.Base), nil
 	}
 
 	var capRPS float64
-	if _, err := run("plain", func(base string) outcome { capRPS = capacity(base, 5*time.Second); return outcome{} }); err != nil {
+	if _, err := measure("plain", "default", func(base string) scenario.Outcome {
+		capRPS = scenario.Capacity(base+"/work", 5*time.Second)
+		return scenario.Outcome{}
+	}); err != nil {
 		return err
+	}
+	if capRPS < 1 {
+		return fmt.Errorf("capacity %.1f req/s: the app serves nothing", capRPS)
 	}
 	log.Printf("capacity %.0f req/s", capRPS)
-	unloaded, err := run("loadshed", func(base string) outcome { return attack(base, capRPS/4, 10*time.Second) })
-	if err != nil {
-		return err
-	}
-	log.Printf("unloaded: %+v", unloaded)
-	moderate, err := run("loadshed", func(base string) outcome { return attack(base, capRPS*0.8, 10*time.Second) })
-	if err != nil {
-		return err
-	}
-	log.Printf("moderate: %+v", moderate)
-	rate := capRPS * factor
-	plain, err := run("plain", func(base string) outcome { return attack(base, rate, duration) })
-	if err != nil {
-		return err
-	}
-	log.Printf("plain: %+v", plain)
-	shed, err := run("loadshed", func(base string) outcome { return attack(base, rate, duration) })
-	if err != nil {
-		return err
-	}
-	log.Printf("loadshed: %+v", shed)
-	bbrOut, err := run("bbr", func(base string) outcome { return attack(base, rate, duration) })
-	if err != nil {
-		return err
-	}
-	log.Printf("aegis bbr: %+v", bbrOut)
 
-	fmt.Printf("Capacity (closed loop, 16 clients, %d CPU cgroup, %v CPU per request): **%.0f req/s**\n\n", cpus, work, capRPS)
-	fmt.Printf("| run | offered req/s | goodput req/s | goodput / capacity | shed | errors | p50 admitted | p99 admitted |\n")
-	fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|\n")
-	row := func(name string, o outcome) {
-		fmt.Printf("| %s | %.0f | %.0f | %.0f%% | %.1f%% | %.1f%% | %s | %s |\n", name, o.offered, o.goodput,
-			100*o.goodput/capRPS, 100*o.shedFrac, 100*o.errFrac, ms(o.p50), ms(o.p99))
+	at := func(rate float64, d time.Duration) func(string) scenario.Outcome {
+		return func(base string) scenario.Outcome { return scenario.Attack(base+"/work", rate, d, p.timeout) }
 	}
-	row("unloaded (¼ capacity, loadshed on)", unloaded)
-	row("0.8x capacity, loadshed on", moderate)
-	row(fmt.Sprintf("%.3gx capacity, no shedding", factor), plain)
-	row(fmt.Sprintf("%.3gx capacity, loadshed", factor), shed)
-	row(fmt.Sprintf("%.3gx capacity, go-kratos/aegis BBR (defaults)", factor), bbrOut)
-	fmt.Printf("\nadmitted p99 / unloaded p99 with loadshed: %.1fx; without: %.1fx\n",
-		float64(shed.p99)/float64(unloaded.p99), float64(plain.p99)/float64(unloaded.p99))
+	var runs []run
+	add := func(name, mode, signal string, f func(string) scenario.Outcome) error {
+		o, err := measure(mode, signal, f)
+		if err != nil {
+			return err
+		}
+		log.Printf("%s: %+v", name, o)
+		runs = append(runs, run{name, o})
+		return nil
+	}
+	if err := add("unloaded (¼ capacity, loadshed default)", "loadshed", "default", at(capRPS/4, p.reference)); err != nil {
+		return err
+	}
+	unloaded := runs[0].o
+	if slices.Contains(p.modes, "loadshed") {
+		for _, sig := range p.signals {
+			if err := add("0.8x capacity, loadshed "+sig, "loadshed", sig, at(capRPS*0.8, p.reference)); err != nil {
+				return err
+			}
+		}
+	}
+	rate := capRPS * p.factor
+	for _, mode := range p.modes {
+		signals := []string{"default"}
+		if mode == "loadshed" {
+			signals = p.signals
+		}
+		for _, sig := range signals {
+			name := fmt.Sprintf("%.3gx capacity, %s", p.factor, modeNames[mode])
+			if mode == "loadshed" {
+				name += " " + sig
+			}
+			if err := add(name, mode, sig, at(rate, p.duration)); err != nil {
+				return err
+			}
+		}
+	}
+
+	fmt.Printf("Capacity (closed loop, 16 clients, %.3g CPU cgroup, %v CPU per request): **%.0f req/s**\n\n", p.cpus, p.work, capRPS)
+	fmt.Printf("| run | offered req/s | goodput req/s | goodput / capacity | shed | timeouts | errors | p50 admitted | p99 admitted | p99 / unloaded p99 |\n")
+	fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	for _, r := range runs {
+		ratio := "–"
+		if unloaded.P99 > 0 && r.o.P99 > 0 {
+			ratio = fmt.Sprintf("%.1fx", float64(r.o.P99)/float64(unloaded.P99))
+		}
+		fmt.Printf("| %s | %.0f | %.0f | %.0f%% | %s | %s | %s | %s | %s | %s |\n", r.name, r.o.Offered, r.o.Goodput,
+			100*r.o.Goodput/capRPS, scenario.Pct(r.o.ShedFrac()), scenario.Pct(r.o.TimeoutFrac()),
+			scenario.Pct(r.o.ErrFrac()), scenario.Ms(r.o.P50), scenario.Ms(r.o.P99), ratio)
+	}
 	return nil
-}
-
-func ms(d time.Duration) string {
-	return strings.TrimSuffix(strconv.FormatFloat(float64(d)/float64(time.Millisecond), 'f', 1, 64), ".0") + " ms"
 }

@@ -27,12 +27,26 @@ func Require(t testing.TB, ok bool, why string) {
 	t.Skipf("skipping: %s; set FIBERGUARD_INTEGRATION=1 to make this a failure", why)
 }
 
-// RequireBinary returns the path of the named program, or skips/fails t when it is not installed.
+// RequireBinary returns the path of the named program, or skips/fails t when it is not installed, naming the
+// Debian package to install.
 func RequireBinary(t testing.TB, name string) string {
 	t.Helper()
 	p, err := exec.LookPath(name)
-	Require(t, err == nil, name+" is not installed (apt-get install "+name+")")
+	Require(t, err == nil, name+" is not installed (apt-get install "+debianPackage(name)+")")
 	return p
+}
+
+// debianPackage returns the Debian package that installs the named program.
+func debianPackage(name string) string {
+	switch name {
+	case "iptables", "iptables-nft", "iptables-legacy":
+		return "iptables"
+	case "ip", "tc":
+		return "iproute2"
+	case "nice", "env", "sleep":
+		return "coreutils"
+	}
+	return name // prometheus, haproxy, nginx, ...
 }
 
 // RequireRoot skips/fails t unless the test runs as root.

@@ -7,23 +7,23 @@ GOLANGCI_LINT ?= $(shell command -v golangci-lint || echo $(shell go env GOPATH)
 
 .PHONY: test vet lint fmt-check bench demo
 
-## test: every test of every module, each module alone (GOWORK=off, as `go get` users build it), with -race
+## test: every test of every module, each module alone (GOWORK=off, as `go get` users build it), with -race;
+## every module runs even after a failure, then every skipped test is listed with its reason
 test: fmt-check vet
 	.github/scripts/modules_test.sh
-	@set -e; for m in $(MODULES); do \
-		echo "=== module $$m"; \
-		(cd $$m && GOWORK=off go test $(GOTEST_FLAGS) ./...); \
-	done
+	.github/scripts/gotest.sh $(GOTEST_FLAGS)
 
 ## vet: go vet over every module, in the workspace and alone
 vet:
 	go vet $$(go list -f '{{.Dir}}/...' -m)
 	@set -e; for m in $(MODULES); do (cd $$m && GOWORK=off go vet ./...); done
+	cd .github/scripts && GOWORK=off go vet testreport.go
 
 ## lint: staticcheck over the workspace, then golangci-lint per module as the Lint workflow runs it
 ## (go install honnef.co/go/tools/cmd/staticcheck@v0.8.2 github.com/golangci/golangci-lint/v2/cmd/golangci-lint@v2.15.0)
 lint:
 	$(STATICCHECK) $$(go list -f '{{.Dir}}/...' -m)
+	cd .github/scripts && GOWORK=off $(STATICCHECK) testreport.go
 	@set -e; for m in $(MODULES); do \
 		echo "=== golangci-lint $$m"; \
 		(cd $$m && GOWORK=off $(GOLANGCI_LINT) run --allow-parallel-runners --config=$(CURDIR)/.golangci.yml ./...); \
@@ -31,7 +31,7 @@ lint:
 
 ## fmt-check: fail when a file is not gofmt-clean
 fmt-check:
-	@out="$$(gofmt -l $(MODULES))"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
+	@out="$$(gofmt -l $(MODULES) .github/scripts)"; if [ -n "$$out" ]; then echo "gofmt needed:"; echo "$$out"; exit 1; fi
 
 ## bench: the side-by-side benchmarks (see BENCHMARKS.md)
 bench:

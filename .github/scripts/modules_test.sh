@@ -36,6 +36,66 @@ got="$("$here/modules.sh" | tr '\n' ' ')"
 
 echo "modules_test: ok ($(echo "$got" | wc -w) modules)"
 
+# The test runner, on throwaway modules: a skipped test's reason reaches the summary; a failing test or a
+# module that does not build fails the run, is shown, and does not stop the other modules.
+gt="$tmp/gotest"
+module() { # module TREE NAME, the test file on stdin
+	mkdir -p "$gt/$1/$2"
+	printf 'module example.com/%s\n\ngo 1.21\n' "$2" >"$gt/$1/$2/go.mod"
+	cat >"$gt/$1/$2/x_test.go"
+}
+for tree in pass fail; do
+	module "$tree" skipper <<'GO'
+package skipper
+
+import "testing"
+
+func TestNeedsWidget(t *testing.T) { t.Skip("widget is not installed (apt-get install widget)") }
+func TestWorks(t *testing.T)       { t.Log("chatter of a passing test") }
+GO
+done
+module fail failer <<'GO'
+package failer
+
+import "testing"
+
+func TestBroken(t *testing.T) { t.Errorf("broken: want %d, got %d", 1, 2) }
+GO
+module fail nobuild <<'GO'
+package nobuild
+
+import "testing"
+
+func TestNothing(t *testing.T) { nosuch() }
+GO
+
+status=0
+out="$(MODULES_ROOT="$gt/pass" "$here/gotest.sh" -count=1 2>&1)" || status=$?
+[ "$status" -eq 0 ] || fail "gotest.sh on passing modules exited $status:
+$out"
+summary="$(printf '%s\n' "$out" | sed -n '/^=== skipped tests: 1$/,$p')"
+printf '%s\n' "$summary" | grep -q '^--- SKIP: TestNeedsWidget (example.com/skipper)$' ||
+	fail "the summary lacks the skipped test:
+$out"
+printf '%s\n' "$summary" | grep -q '^    x_test.go:5: widget is not installed (apt-get install widget)$' ||
+	fail "the summary lacks the reason of the skip:
+$out"
+printf '%s\n' "$out" | grep -Eq '^ok[[:space:]]+example.com/skipper' || fail "no ok line for the package:
+$out"
+if printf '%s\n' "$out" | grep -q 'chatter'; then fail "a passing test's output was shown:
+$out"; fi
+
+status=0
+out="$(MODULES_ROOT="$gt/fail" "$here/gotest.sh" -count=1 2>&1)" || status=$?
+[ "$status" -ne 0 ] || fail "gotest.sh exited 0 though a test failed:
+$out"
+for want in 'x_test.go:5: broken: want 1, got 2' '--- FAIL: TestBroken' 'undefined: nosuch' \
+	'=== FAIL: failer nobuild' 'widget is not installed (apt-get install widget)'; do
+	printf '%s\n' "$out" | grep -qF -- "$want" || fail "gotest.sh output lacks '$want':
+$out"
+done
+echo "gotest_test: ok"
+
 # The release drafter's versioning, on a throwaway repository.
 repo="$tmp/repo"
 mkdir -p "$repo/alpha" "$repo/beta"

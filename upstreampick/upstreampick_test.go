@@ -20,11 +20,12 @@ import (
 
 // site is an upstream HTTP server on 127.0.0.1 answering with its name.
 type site struct {
-	name string
-	addr string
-	srv  *fasthttp.Server
-	ln   net.Listener
-	once sync.Once
+	name   string
+	addr   string
+	srv    *fasthttp.Server
+	ln     net.Listener
+	once   sync.Once
+	served chan struct{}
 }
 
 func startSite(t *testing.T, name string, h fasthttp.RequestHandler) *site {
@@ -36,17 +37,25 @@ func startSite(t *testing.T, name string, h fasthttp.RequestHandler) *site {
 	if h == nil {
 		h = func(c *fasthttp.RequestCtx) { c.SetBodyString(name) }
 	}
-	s := &site{name: name, addr: ln.Addr().String(), ln: ln, srv: &fasthttp.Server{Handler: h, MaxIdleWorkerDuration: 50 * time.Millisecond}}
-	go func() { _ = s.srv.Serve(ln) }()
+	s := &site{name: name, addr: ln.Addr().String(), ln: ln, served: make(chan struct{}),
+		srv: &fasthttp.Server{Handler: h, MaxIdleWorkerDuration: 50 * time.Millisecond}}
+	go func() {
+		defer close(s.served)
+		_ = s.srv.Serve(ln)
+	}()
 	t.Cleanup(s.stop)
 	return s
 }
 
+// stop shuts the site down and waits for Serve to return.
 func (s *site) stop() {
 	s.once.Do(func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
 		_ = s.srv.ShutdownWithContext(ctx)
+		// A shutdown before Serve has taken ln finds nothing to stop; closing ln ends Serve either way.
+		_ = s.ln.Close()
+		<-s.served
 	})
 }
 

@@ -2,6 +2,7 @@ package loadshed
 
 import (
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -105,5 +106,31 @@ func BenchmarkPolicyShed(b *testing.B) {
 	}
 	if n == 0 {
 		b.Fatal("never shed")
+	}
+}
+
+// BenchmarkSignalLoad is the sampler's cost of one reading: at the default 20ms interval the sampler takes 50
+// readings a second, so 50·ns/op is its CPU time per second.
+func BenchmarkSignalLoad(b *testing.B) {
+	for _, tc := range []struct {
+		name string
+		sig  Signal
+	}{
+		{"cpu", &CPU{usage: processUsage, capacity: 1, perProcess: true, now: time.Now, sleep: func(time.Duration) {}}},
+		{"sched_latency", NewSchedLatency(0)},
+		{"default", Max(&CPU{usage: processUsage, capacity: 1, perProcess: true, now: time.Now, sleep: func(time.Duration) {}}, NewSchedLatency(0))},
+		{"default_detected", DefaultSignal(0)},
+	} {
+		b.Run(tc.name, func(b *testing.B) {
+			if _, err := tc.sig.Load(); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := tc.sig.Load(); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

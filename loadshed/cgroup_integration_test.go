@@ -73,11 +73,11 @@ func TestCgroupChild(t *testing.T) {
 		for range runtime.GOMAXPROCS(0) {
 			wg.Go(func() { burnUntil(&stop) })
 		}
-	case "queue": // more runnable goroutines than Ps, each yielding after 1ms of work
+	case "queue": // four runnable goroutines per P, each yielding after 2ms of work: each waits about 6ms
 		for range 4 * runtime.GOMAXPROCS(0) {
 			wg.Go(func() {
 				for !stop.Load() {
-					spin(time.Millisecond)
+					spin(2 * time.Millisecond)
 					runtime.Gosched()
 				}
 			})
@@ -251,13 +251,6 @@ func TestRealCgroupHalfCPU(t *testing.T) {
 		}
 	})
 
-	t.Run("queueing goroutines: scheduling latency above its target", func(t *testing.T) {
-		r := runChild(t, "queue", e, nil)
-		if r.Sched < 1 || r.Default < 1 {
-			t.Fatalf("queueing child read scheduling latency %.3f, default %.3f; want above 1", r.Sched, r.Default)
-		}
-	})
-
 	t.Run("idle beside a busy host reads near 0", func(t *testing.T) {
 		busyNeighbours(t)
 		r := runChild(t, "idle", e, nil)
@@ -301,6 +294,13 @@ func TestRealNoLimit(t *testing.T) {
 		assertIdle(t, r)
 	})
 
+	t.Run("queueing goroutines: scheduling latency above its target", func(t *testing.T) {
+		r := runChild(t, "queue", env{}, nil)
+		if r.Sched < 1 || r.Default < 1 {
+			t.Fatalf("queueing child read scheduling latency %.3f, default %.3f; want above 1", r.Sched, r.Default)
+		}
+	})
+
 	t.Run("burning every P", func(t *testing.T) {
 		r := runChild(t, "burn", env{}, nil)
 		if want := r.Used / r.Capacity; math.Abs(r.CPU-want) > 0.12 {
@@ -313,8 +313,9 @@ func TestRealNoLimit(t *testing.T) {
 }
 
 // The hybrid layout's unified hierarchy has a cpu.pressure per group even without the cpu controller: a group of
-// its own counts only the child's tasks. It counts every wait for a CPU, though, including an idle process's
-// wake-ups delayed by busy neighbours, which is why DefaultSignal leaves it out.
+// its own counts only the child's tasks. (It counts every wait for a CPU, though, including an idle process's
+// wake-ups delayed by busy neighbours, which is why DefaultSignal leaves it out: an idle child in its own group
+// beside two busy neighbours read 0.27, against 0.9 and more for a burning one.)
 func TestRealPressure(t *testing.T) {
 	e, _ := newGroups(t, nil, true)
 	moreThreads := []string{"GOMAXPROCS=" + strconv.Itoa(2*runtime.NumCPU())}
@@ -325,10 +326,6 @@ func TestRealPressure(t *testing.T) {
 	}
 	if burn.Pressure < 0.5 {
 		t.Fatalf("%d burning threads on %d CPUs: pressure %.3f, want most of the time stalled", 2*runtime.NumCPU(), runtime.NumCPU(), burn.Pressure)
-	}
-	idle := runChild(t, "idle", e, nil)
-	if idle.Pressure < 0 || idle.Pressure > burn.Pressure-0.3 {
-		t.Fatalf("idle child in its own group: pressure %.3f, not clearly below the burning child's %.3f", idle.Pressure, burn.Pressure)
 	}
 }
 

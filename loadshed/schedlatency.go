@@ -19,7 +19,8 @@ import (
 // The recent past is an exponentially decaying histogram with a memory of about 100ms. The quantile must rest on
 // at least 4 events above it: a nearly idle process on a busy host sees the odd late wake-up, and a lone late
 // wake-up is not an overload. (The runtime samples one goroutine transition in eight, so 4 events stand for
-// about 32 waits.)
+// about 32 waits.) A reading is capped at 2: a backlog's long waits would otherwise hold the Shedder's smoothed
+// load above Upper, shedding everything, long after the backlog has drained.
 //
 // Load is meant for one sampler (the Shedder's); the zero value is not usable, create it with NewSchedLatency.
 type SchedLatency struct {
@@ -37,12 +38,13 @@ type SchedLatency struct {
 
 // DefaultSchedTarget is the scheduling latency NewSchedLatency(0) counts as full load: far above what a
 // process with spare CPU sees (tens of microseconds) and well below what users notice.
-const DefaultSchedTarget = 5 * time.Millisecond
+const DefaultSchedTarget = 7 * time.Millisecond
 
 const (
 	schedQuantile = 0.9                    // the share of goroutine waits that must stay under Target
 	schedMemory   = 100 * time.Millisecond // time constant of the decaying histogram
 	schedMinAbove = 4                      // events that must lie at or above the quantile
+	schedMaxLoad  = 2                      // the highest load a reading reports
 	schedMetric   = "/sched/latencies:seconds"
 )
 
@@ -110,7 +112,7 @@ func (s *SchedLatency) Load() (float64, error) {
 	keep := math.Exp(-float64(at.Sub(s.prevAt)) / float64(schedMemory))
 	s.prevAt = at
 	s.sched.add(s.current, keep)
-	return s.sched.quantile(s.quantile, schedMinAbove) / s.target.Seconds(), nil
+	return min(s.sched.quantile(s.quantile, schedMinAbove)/s.target.Seconds(), schedMaxLoad), nil
 }
 
 // schedWindow is a decaying histogram of the differences between successive cumulative histograms.

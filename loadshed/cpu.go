@@ -101,26 +101,30 @@ func (c *CPU) String() string {
 func (c *CPU) Load() (float64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	// The clock is read before and after the counter, and an interval runs from before the previous read to after
+	// this one: a sampler thread descheduled next to a read (a starved process) then makes the interval longer
+	// than the true one and the load lower, never many times the capacity.
 	if !c.primed {
+		at := c.now()
 		u, err := c.usage()
 		if err != nil {
 			return 0, err
 		}
-		c.prevUsage, c.prevAt, c.primed = u, c.now(), true
+		c.prevUsage, c.prevAt, c.primed = u, at, true
 		c.sleep(max(primeWindow, c.minWindow))
 	} else if c.now().Sub(c.prevAt) < c.minWindow {
 		return c.last, nil
 	}
+	before := c.now()
 	u, err := c.usage()
 	if err != nil {
 		return 0, err
 	}
-	at := c.now()
-	load, err := cpuLoad(u-c.prevUsage, at.Sub(c.prevAt), c.Capacity())
+	load, err := cpuLoad(u-c.prevUsage, c.now().Sub(c.prevAt), c.Capacity())
 	if err != nil {
 		return 0, err
 	}
-	c.prevUsage, c.prevAt, c.last = u, at, load
+	c.prevUsage, c.prevAt, c.last = u, before, load
 	return load, nil
 }
 

@@ -113,3 +113,42 @@ func TestNewCPUOnThisMachine(t *testing.T) {
 	}
 	t.Logf("CPU signal: %s, %.3g CPUs (%s), first load %.3f", c.Source(), c.Capacity(), c.Reason(), load)
 }
+
+// A sampler descheduled next to a read of the counter, before or after it, while the process's other threads
+// use half a CPU: no interval reads more than that half CPU, where pairing the count with the clock read after a
+// stall would read 1.5.
+func TestCPUSignalSurvivesAStalledSampler(t *testing.T) {
+	for _, where := range []string{"before", "after"} {
+		t.Run("stalled "+where+" the read", func(t *testing.T) {
+			clk := &fakeClock{now: time.Unix(1000, 0)}
+			stall := time.Duration(0)
+			wait := func() { clk.now = clk.now.Add(stall); clk.usage += stall / 2; stall = 0 }
+			c := &CPU{
+				capacity: 1,
+				usage: func() (time.Duration, error) {
+					if where == "before" {
+						wait()
+						return clk.usage, nil
+					}
+					v := clk.usage
+					wait()
+					return v, nil
+				},
+				now:   func() time.Time { return clk.now },
+				sleep: func(d time.Duration) { clk.now = clk.now.Add(d); clk.usage += d / 2 },
+			}
+			if got, _ := c.Load(); math.Abs(got-0.5) > 1e-9 {
+				t.Fatalf("first Load = %v, want 0.5", got)
+			}
+			for _, s := range []time.Duration{40 * time.Millisecond, 0, 0, 0} {
+				clk.now = clk.now.Add(20 * time.Millisecond)
+				clk.usage += 10 * time.Millisecond
+				stall = s
+				got, err := c.Load()
+				if err != nil || got < 0 || got > 0.5+1e-9 {
+					t.Fatalf("Load with a %v stall = %v, %v; want at most the half CPU used", s, got, err)
+				}
+			}
+		})
+	}
+}

@@ -74,20 +74,20 @@ func (p *Pressure) String() string { return "CPU pressure of " + p.file }
 func (p *Pressure) Load() (float64, error) {
 	p.mu.Lock()
 	defer p.mu.Unlock()
+	before := p.now() // an interval runs from before the previous read to after this one, as in CPU.Load
 	us, err := readPressureSome(p.fs, p.file)
 	if err != nil {
 		return 0, err
 	}
-	at := p.now()
 	if !p.primed {
-		p.primed, p.prevUs, p.prevAt = true, us, at
+		p.primed, p.prevUs, p.prevAt = true, us, before
 		return 0, nil
 	}
-	load, err := pressureLoad(p.prevUs, us, at.Sub(p.prevAt))
+	load, err := pressureLoad(p.prevUs, us, p.now().Sub(p.prevAt))
 	if err != nil {
 		return 0, err
 	}
-	p.prevUs, p.prevAt = us, at
+	p.prevUs, p.prevAt = us, before
 	return load, nil
 }
 

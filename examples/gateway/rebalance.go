@@ -13,6 +13,7 @@ import (
 //
 //	FIBERGUARD_PROMETHEUS_URL=http://127.0.0.1:9090   enable, reading the cluster average there
 //	FIBERGUARD_REBALANCE_QUERY='...'                  PromQL instead of rebalance.DefaultQuery
+//	FIBERGUARD_REBALANCE_TIMESTAMP_QUERY='...'        the scrape times that query rests on (needed with it)
 func init() {
 	register(feature{name: "rebalance", order: 20, setup: setupRebalance})
 }
@@ -38,11 +39,12 @@ func setupRebalance(app *fiber.App, e env) (status func() any, stop func(), err 
 	}()
 	r := rebalance.NewRebalancer(rebalance.Config{
 		// Scrapes and status checks are not client traffic worth moving.
-		Next:          func(c *fiber.Ctx) bool { return c.Path() == "/metrics" || c.Path() == "/status" },
-		App:           app,
-		PrometheusURL: url,
-		Query:         e.getenv("FIBERGUARD_REBALANCE_QUERY"),
-		Registerer:    e.registry,
+		Next:           func(c *fiber.Ctx) bool { return c.Path() == "/metrics" || c.Path() == "/status" },
+		App:            app,
+		PrometheusURL:  url,
+		Query:          e.getenv("FIBERGUARD_REBALANCE_QUERY"),
+		TimestampQuery: e.getenv("FIBERGUARD_REBALANCE_TIMESTAMP_QUERY"),
+		Registerer:     e.registry,
 	})
 	app.Use(r.Handler())
 	status = func() any {

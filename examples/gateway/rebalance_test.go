@@ -67,3 +67,23 @@ func TestRebalanceBadURLFailsSetup(t *testing.T) {
 		t.Fatalf("error %v, want one naming Config.PrometheusURL", err)
 	}
 }
+
+// A custom query needs the timestamps it rests on: alone it fails the setup naming the field, and with
+// FIBERGUARD_REBALANCE_TIMESTAMP_QUERY the gateway starts.
+func TestRebalanceCustomQueryTakesItsTimestampQuery(t *testing.T) {
+	vars := map[string]string{
+		"FIBERGUARD_PROMETHEUS_URL":  "http://127.0.0.1:1",
+		"FIBERGUARD_REBALANCE_QUERY": "fiberguard_rebalance_open_connections",
+	}
+	getenv := func(k string) string { return vars[k] }
+	if _, err := newGateway(env{registry: prometheus.NewRegistry(), getenv: getenv}); err == nil ||
+		!strings.Contains(err.Error(), "Config.TimestampQuery") {
+		t.Fatalf("a custom query alone: error %v, want one naming Config.TimestampQuery", err)
+	}
+	vars["FIBERGUARD_REBALANCE_TIMESTAMP_QUERY"] = "timestamp(fiberguard_rebalance_open_connections)"
+	g, err := newGateway(env{registry: prometheus.NewRegistry(), getenv: getenv})
+	if err != nil {
+		t.Fatalf("with its timestamp query: %v", err)
+	}
+	g.close()
+}

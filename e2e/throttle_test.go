@@ -166,7 +166,7 @@ func TestThrottleInvalidQueryWithRealPrometheus(t *testing.T) {
 	ranged := newThrottle("range", "fiberguard_e2e_backend_busy[1m]")
 	execution := newThrottle("execution", `{__name__=~".+"} * on() {__name__=~".+"}`)
 	invalid := []*throttle.Throttler{typo, scalar, ranged}
-	all := append(invalid[:len(invalid):len(invalid)], execution)
+	all := []*throttle.Throttler{typo, scalar, ranged, execution}
 	saturateThrottles(t, 2*windowMax, all...)
 
 	waitThrottles(t, phaseTimeout, "invalid queries: windows at the maximum; 422: stale and fail-closed", func() bool {

@@ -43,12 +43,12 @@ func newPressure(fs hostFS, now func() time.Time) (*Pressure, error) {
 		if mi, err := fs.read("/proc/self/mountinfo"); err == nil {
 			if dir, _ := v2Dir(parseMountinfo(mi), parseProcCgroup(cg)); dir != "" {
 				file := dir + "/cpu.pressure"
-				if _, err := readPressureSome(fs, file); err == nil {
+				_, err := readPressureSome(fs, file)
+				if err == nil {
 					return &Pressure{fs: fs, file: file, now: now,
 						reason: "cgroup v2 group " + dir + ": counts every task of that group"}, nil
-				} else {
-					tried = append(tried, err.Error())
 				}
+				tried = append(tried, err.Error())
 			}
 		}
 	}

@@ -2,14 +2,11 @@ module github.com/fiberguard/fiberguard/e2e
 
 go 1.26.0
 
-replace github.com/fiberguard/fiberguard/loadshed => ../loadshed
-
 replace github.com/fiberguard/fiberguard/throttle => ../throttle
 
 replace github.com/fiberguard/fiberguard/upstreampick => ../upstreampick
 
 require (
-	github.com/fiberguard/fiberguard/loadshed v0.0.0
 	github.com/fiberguard/fiberguard/throttle v0.0.0
 	github.com/fiberguard/fiberguard/upstreampick v0.0.0
 	github.com/florianl/go-nfqueue/v2 v2.1.0
@@ -24,6 +21,7 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/fiberguard/fiberguard/rebalance v0.0.0
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
@@ -37,7 +35,7 @@ require (
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
-	github.com/prometheus/common v0.72.0 // indirect
+	github.com/prometheus/common v0.72.0
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.2.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
@@ -45,3 +43,5 @@ require (
 	golang.org/x/sync v0.22.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/fiberguard/fiberguard/rebalance => ../rebalance

@@ -19,7 +19,7 @@ import (
 	"github.com/fiberguard/fiberguard/e2e/internal/haproxy"
 	"github.com/fiberguard/fiberguard/e2e/internal/itest"
 	"github.com/fiberguard/fiberguard/e2e/internal/promserver"
-	"github.com/fiberguard/fiberguard/loadshed/rebalance"
+	"github.com/fiberguard/fiberguard/rebalance"
 	"github.com/gofiber/fiber/v2"
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"

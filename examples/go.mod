@@ -16,6 +16,7 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/fiberguard/fiberguard/rebalance v0.0.0
 	github.com/go-ole/go-ole v1.2.6 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
@@ -47,3 +48,5 @@ replace github.com/fiberguard/fiberguard/loadshed => ../loadshed
 replace github.com/fiberguard/fiberguard/throttle => ../throttle
 
 replace github.com/fiberguard/fiberguard/upstreampick => ../upstreampick
+
+replace github.com/fiberguard/fiberguard/rebalance => ../rebalance

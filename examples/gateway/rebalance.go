@@ -3,7 +3,7 @@ package main
 import (
 	"fmt"
 
-	"github.com/fiberguard/fiberguard/loadshed/rebalance"
+	"github.com/fiberguard/fiberguard/rebalance"
 	"github.com/gofiber/fiber/v2"
 )
 

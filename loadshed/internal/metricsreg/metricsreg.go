@@ -1,4 +1,4 @@
-// Package metricsreg registers the collectors of the loadshed module's middlewares without ever panicking.
+// Package metricsreg registers the loadshed module's collectors without ever panicking.
 package metricsreg
 
 import (

@@ -5,7 +5,7 @@ import (
 	"fmt"
 	"time"
 
-	"github.com/fiberguard/fiberguard/loadshed/rebalance"
+	"github.com/fiberguard/fiberguard/rebalance"
 	"github.com/gofiber/fiber/v2"
 )
 

@@ -3,7 +3,7 @@ package rebalance
 import (
 	"math"
 
-	"github.com/fiberguard/fiberguard/loadshed/internal/metricsreg"
+	"github.com/fiberguard/fiberguard/rebalance/internal/metricsreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 

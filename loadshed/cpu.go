@@ -155,14 +155,15 @@ type cpuPlan struct {
 func detectCPU(fs hostFS, override float64, hostN int, proc func() (time.Duration, error)) cpuPlan {
 	limit := math.Inf(1) // the tightest of the cpuset and the quota
 	var notes []string
-	// process is the plan without a readable group usage: this process's CPU time over what it may run on.
+	// process is the plan without a readable group usage: this process's CPU time over what it may run on. why
+	// says why the group's usage is not read.
 	process := func(why string) cpuPlan {
 		p := cpuPlan{usage: proc, capacity: math.Min(limit, float64(hostN)), perProcess: true, source: SourceProcess}
-		notes = append(notes, why)
+		notes = append(notes, why+": reading this process's CPU time")
 		if override > 0 {
 			p.capacity, p.perProcess = override, false
 			notes = append(notes, fmt.Sprintf("capacity set to %.3g CPUs by Config.CPUs", override))
-		} else if p.perProcess {
+		} else {
 			notes = append(notes, fmt.Sprintf("capacity %.3g CPUs, capped by GOMAXPROCS", p.capacity))
 		}
 		p.reason = strings.Join(notes, "; ")
@@ -171,11 +172,11 @@ func detectCPU(fs hostFS, override float64, hostN int, proc func() (time.Duratio
 
 	cg, err := fs.read("/proc/self/cgroup")
 	if err != nil {
-		return process("no cgroup information (" + err.Error() + "): reading this process's CPU time")
+		return process("no cgroup information (" + err.Error() + ")")
 	}
 	mi, err := fs.read("/proc/self/mountinfo")
 	if err != nil {
-		return process("no mount information (" + err.Error() + "): reading this process's CPU time")
+		return process("no mount information (" + err.Error() + ")")
 	}
 	pc, mounts := parseProcCgroup(cg), parseMountinfo(mi)
 
@@ -221,7 +222,7 @@ func detectCPU(fs hostFS, override float64, hostN int, proc func() (time.Duratio
 		g.usageFile = func(d string) (string, string) { return d + "/cpu.stat", "" }
 		g.parseUsage = parseCPUStatUsage
 	} else {
-		return process("no cgroup CPU controller found: reading this process's CPU time")
+		return process("no cgroup CPU controller found")
 	}
 
 	q, where, err := groupLimit(g.dir, g.top, g.readLimit)
@@ -230,12 +231,11 @@ func detectCPU(fs hostFS, override float64, hostN int, proc func() (time.Duratio
 		limit = math.Min(limit, q)
 		notes = append(notes, fmt.Sprintf("%s %s %.3g CPUs in %s", g.source, g.limitName, q, where))
 	case errors.Is(err, errUnlimited):
-		return process(fmt.Sprintf("no CPU limit applies (%s sets no %s in %s): reading this process's CPU time",
-			g.source, g.limitName, g.dir))
+		return process(fmt.Sprintf("no CPU limit applies (%s sets no %s in %s)", g.source, g.limitName, g.dir))
 	case errors.Is(err, os.ErrNotExist):
-		return process(g.source + " without the cpu controller's limit (" + err.Error() + "): reading this process's CPU time")
+		return process(g.source + " without the cpu controller's limit (" + err.Error() + ")")
 	default:
-		return process(fmt.Sprintf("%s %s unreadable (%v): reading this process's CPU time", g.source, g.limitName, err))
+		return process(fmt.Sprintf("%s %s unreadable (%v)", g.source, g.limitName, err))
 	}
 
 	// The quota binds the group at where: its usage is what fills the quota. Fall back to the process's own
@@ -244,13 +244,13 @@ func detectCPU(fs hostFS, override float64, hostN int, proc func() (time.Duratio
 	for _, d := range []string{where, g.dir} {
 		f, why := g.usageFile(d)
 		if f == "" {
-			return process(why + ": reading this process's CPU time")
+			return process(why)
 		}
 		if _, err := readUsage(fs, f, g.parseUsage); err == nil {
 			usageFile = f
 			break
 		} else if d == g.dir {
-			return process(g.source + " usage unreadable (" + err.Error() + "): reading this process's CPU time")
+			return process(g.source + " usage unreadable (" + err.Error() + ")")
 		}
 	}
 	usage := func() (time.Duration, error) { return readUsage(fs, usageFile, g.parseUsage) }

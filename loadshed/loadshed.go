@@ -155,11 +155,11 @@ func (s *Shedder) Stats() Stats {
 }
 
 func (s *Shedder) readings() []Reading {
-	switch sig := s.signal.(type) {
-	case *Combined:
-		return sig.Readings()
-	case *CPU, *Pressure:
-		return []Reading{{Signal: s.signalName, Load: s.state.Load().load, Reason: signalReason(sig)}}
+	if c, ok := s.signal.(*Combined); ok {
+		return c.Readings()
+	}
+	if r := signalReason(s.signal); r != "" {
+		return []Reading{{Signal: s.signalName, Load: s.state.Load().load, Reason: r}}
 	}
 	return nil
 }
@@ -196,8 +196,8 @@ var errBadReading = errors.New("loadshed: signal returned a reading that is not 
 
 func validLoad(load float64) bool { return !math.IsNaN(load) && !math.IsInf(load, 0) && load >= 0 }
 
-// logSignal says at start what the load is read from and why: a CPU signal names its source and the reason for
-// it (a cpuacct group apart from the cpu group, no limit, a cpuset).
+// logSignal says at start what the load is read from and why: each signal that gives a reason logs it (the CPU
+// signal's source: a cpuacct group apart from the cpu group, no limit, a cpuset; the pressure file).
 func logSignal(sig Signal) {
 	if signalName(sig) == "custom" {
 		return
@@ -208,11 +208,8 @@ func logSignal(sig Signal) {
 		sigs = c.Signals()
 	}
 	for _, s := range sigs {
-		switch s := s.(type) {
-		case *CPU:
-			log.Infof("loadshed: CPU from %s: %s", s.Source(), s.Reason())
-		case *Pressure:
-			log.Infof("loadshed: CPU pressure: %s", s.Reason())
+		if r := signalReason(s); r != "" {
+			log.Infof("loadshed: %s: %s", signalName(s), r)
 		}
 	}
 }

@@ -5,14 +5,10 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// The loadshed feature: global shedding by the CPU the gateway may use, and GET /burn?ms=N, which burns about N
-// milliseconds of CPU, to drive the load up and watch shedding on /status.
+// setupLoadshed installs the loadshed feature: global shedding by the CPU the gateway may use, and GET /burn?ms=N,
+// which burns about N milliseconds of CPU, to drive the load up and watch shedding on /status.
 //
 //	FIBERGUARD_LOADSHED_DRYRUN=1   count decisions only
-func init() {
-	register(feature{name: "loadshed", order: 10, setup: setupLoadshed})
-}
-
 func setupLoadshed(app *fiber.App, e env) (func() any, func(), error) {
 	s := loadshed.NewShedder(loadshed.Config{
 		// Observability endpoints stay reachable under overload.

@@ -6,7 +6,7 @@
 //
 // It logs its address once it listens; when it cannot listen it says why and exits with status 1.
 //
-// Each module's wiring lives in its own file and registers itself as a feature.
+// Each module's wiring lives in a file named after it; newGateway installs them in one visible order.
 package main
 
 import (
@@ -16,7 +16,6 @@ import (
 	"net"
 	"os"
 	"os/signal"
-	"sort"
 	"strings"
 	"syscall"
 	"time"
@@ -38,18 +37,25 @@ type env struct {
 	getenv func(string) string
 }
 
-// feature is one module wired into the gateway. Features are set up in ascending order, so global middleware
-// (order < 100) runs before the routes that later features add.
+// setupFunc installs one module on app and returns its /status part and a function that stops it.
+type setupFunc func(app *fiber.App, e env) (status func() any, stop func(), err error)
+
+// feature is one module wired into the gateway.
 type feature struct {
 	name  string
-	order int
-	// setup installs the feature on app and returns its /status part and a function that stops it.
-	setup func(app *fiber.App, e env) (status func() any, stop func(), err error)
+	setup setupFunc
 }
 
-var features []feature
-
-func register(f feature) { features = append(features, f) }
+// features is the gateway's middleware chain, top to bottom: a request meets the global middleware in this
+// order, then the routes the later features add.
+func features() []feature {
+	return []feature{
+		{"loadshed", setupLoadshed},         // app.Use: sheds by the gateway's own CPU; adds GET /burn
+		{"rebalance", setupRebalance},       // app.Use: hands keep-alive connections back (with a Prometheus)
+		{"throttle", setupThrottle},         // GET /throttled: AIMD window over a demo backend
+		{"upstreampick", setupUpstreampick}, // /proxy/*: proxy.Balancer to the nearest healthy upstream
+	}
+}
 
 // gateway is a built app with its features' status and stop functions.
 type gateway struct {
@@ -62,9 +68,7 @@ func newGateway(e env) (*gateway, error) {
 	app := fiber.New(fiber.Config{DisableStartupMessage: true, AppName: "fiberguard gateway"})
 	g := &gateway{app: app, status: map[string]func() any{}}
 
-	sorted := append([]feature(nil), features...)
-	sort.SliceStable(sorted, func(i, j int) bool { return sorted[i].order < sorted[j].order })
-	for _, f := range sorted {
+	for _, f := range features() {
 		st, stop, err := f.setup(app, e)
 		if err != nil {
 			g.close()

@@ -94,7 +94,7 @@ func TestGatewayStatusShowsEveryFeature(t *testing.T) {
 		t.Fatalf("/burn: %d %s", code, body)
 	}
 	status, body := statusParts(t, g)
-	for _, f := range features {
+	for _, f := range features() {
 		if _, ok := status[f.name]; !ok {
 			t.Errorf("/status lacks %q: %s", f.name, body)
 		}

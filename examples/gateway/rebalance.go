@@ -7,17 +7,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// The rebalance feature: when this gateway runs as one node of a cluster behind a load balancer, it hands
-// keep-alive connections back to the balancer while it holds more than its share. It needs the Prometheus that
-// scrapes every node's /metrics, so it is off unless one is given:
-//
-//	FIBERGUARD_PROMETHEUS_URL=http://127.0.0.1:9090   enable, reading the cluster average there
-//	FIBERGUARD_REBALANCE_QUERY='...'                  PromQL instead of rebalance.DefaultQuery
-//	FIBERGUARD_REBALANCE_TIMESTAMP_QUERY='...'        the scrape times that query rests on (needed with it)
-func init() {
-	register(feature{name: "rebalance", order: 20, setup: setupRebalance})
-}
-
 // rebalanceStatus is the feature's part of /status.
 type rebalanceStatus struct {
 	Enabled bool   `json:"enabled"`
@@ -25,6 +14,13 @@ type rebalanceStatus struct {
 	*rebalance.Status
 }
 
+// setupRebalance installs the rebalance feature: when this gateway runs as one node of a cluster behind a load
+// balancer, it hands keep-alive connections back to the balancer while it holds more than its share. It needs the
+// Prometheus that scrapes every node's /metrics, so it is off unless one is given:
+//
+//	FIBERGUARD_PROMETHEUS_URL=http://127.0.0.1:9090   enable, reading the cluster average there
+//	FIBERGUARD_REBALANCE_QUERY='...'                  PromQL instead of rebalance.DefaultQuery
+//	FIBERGUARD_REBALANCE_TIMESTAMP_QUERY='...'        the scrape times that query rests on (needed with it)
 func setupRebalance(app *fiber.App, e env) (status func() any, stop func(), err error) {
 	url := e.getenv("FIBERGUARD_PROMETHEUS_URL")
 	if url == "" {

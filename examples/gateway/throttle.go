@@ -12,19 +12,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The throttle feature: GET /throttled?ms=N is served by a small simulated backend (8 workers, each request
-// holding one for N milliseconds, default 20) behind a throttle. By default the throttle's signal is in process:
-// it fires while more than 4 requests wait for a worker. With FIBERGUARD_PROMETHEUS_URL set, the signal is a
-// PromQL query instead, by default over the same queue as exported on /metrics (scrape the gateway to use it):
-//
-//	FIBERGUARD_PROMETHEUS_URL=http://127.0.0.1:9090
-//	FIBERGUARD_THROTTLE_QUERY='max(fiberguard_gateway_backend_queue) > 4'
-//
-// /status["throttle"] shows the window, the in-flight count and the signal's state.
-func init() {
-	register(feature{name: "throttle", order: 110, setup: setupThrottle})
-}
-
 const (
 	demoWorkers      = 8
 	demoQueueLimit   = 4
@@ -51,6 +38,16 @@ func (b *demoBackend) serve(ctx context.Context, d time.Duration) error {
 	return nil
 }
 
+// setupThrottle installs the throttle feature: GET /throttled?ms=N is served by a small simulated backend (8
+// workers, each request holding one for N milliseconds, default 20) behind a throttle. By default the throttle's
+// signal is in process: it fires while more than 4 requests wait for a worker. With FIBERGUARD_PROMETHEUS_URL set,
+// the signal is a PromQL query instead, by default over the same queue as exported on /metrics (scrape the gateway
+// to use it):
+//
+//	FIBERGUARD_PROMETHEUS_URL=http://127.0.0.1:9090
+//	FIBERGUARD_THROTTLE_QUERY='max(fiberguard_gateway_backend_queue) > 4'
+//
+// /status["throttle"] shows the window, the in-flight count and the signal's state.
 func setupThrottle(app *fiber.App, e env) (func() any, func(), error) {
 	backend := &demoBackend{workers: make(chan struct{}, demoWorkers)}
 	queue := prometheus.NewGaugeFunc(prometheus.GaugeOpts{

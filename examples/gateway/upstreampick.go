@@ -14,18 +14,14 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// The upstreampick feature: GET/POST/... /proxy/* goes through proxy.Balancer to the nearest healthy upstream;
-// /status shows each upstream's connect time, tier, health and picks.
+// setupUpstreampick installs the upstreampick feature: GET/POST/... /proxy/* goes through proxy.Balancer to the
+// nearest healthy upstream; /status shows each upstream's connect time, tier, health and picks.
 //
 //	FIBERGUARD_UPSTREAMPICK_SERVERS=http://10.0.1.10:8080,http://10.8.0.10:8080   real upstreams
 //	FIBERGUARD_UPSTREAMPICK_MODE=latency|least-pending|random                     (default latency)
 //
 // Without servers, three demo upstreams are started in-process on 127.0.0.1 (random ports); each answers with
 // its name and the path it was asked for.
-func init() {
-	register(feature{name: "upstreampick", order: 120, setup: setupUpstreampick})
-}
-
 func setupUpstreampick(app *fiber.App, e env) (func() any, func(), error) {
 	mode, err := upstreampickMode(e.getenv("FIBERGUARD_UPSTREAMPICK_MODE"))
 	if err != nil {

@@ -79,7 +79,7 @@ func testRebalanceOn(t *testing.T) {
 		for _, n := range nodes[:2] {
 			s := n.rb.Status()
 			// Counted catches up with the connections once they have lasted Config.Window.
-			if s.Nodes != 2 || s.State != rebalance.StateBalanced || s.Counted != s.Connections || s.Counted < rbClients/4 {
+			if s.Nodes != 2 || s.Decision != rebalance.DecisionBalanced || s.Counted != s.Connections || s.Counted < rbClients/4 {
 				return false
 			}
 		}
@@ -115,8 +115,8 @@ func testRebalanceOn(t *testing.T) {
 				before[i], changed = s, true
 			}
 		}
-		if changed || nodes[0].rb.Status().State == rebalance.StateShedding ||
-			nodes[1].rb.Status().State == rebalance.StateShedding {
+		if changed || nodes[0].rb.Status().Decision == rebalance.DecisionShedding ||
+			nodes[1].rb.Status().Decision == rebalance.DecisionShedding {
 			quiet = 0
 			return false
 		}
@@ -232,7 +232,7 @@ func TestRebalanceStaleReading(t *testing.T) {
 		t.Fatal(err)
 	}
 	promAPI := promv1.NewAPI(client)
-	read := func(src rebalance.Source) rebalance.Reading {
+	read := func(src rebalance.ClusterSource) rebalance.Cluster {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -246,7 +246,7 @@ func TestRebalanceStaleReading(t *testing.T) {
 	readLingering := rebalance.PromQL(promAPI, lingeringQuery, lingeringTimestampQuery)
 
 	waitUntil(t, 30*time.Second, "both nodes shedding against the live targets", func() bool {
-		return byDefault.Status().State == rebalance.StateShedding && lingering.Status().State == rebalance.StateShedding
+		return byDefault.Status().Decision == rebalance.DecisionShedding && lingering.Status().Decision == rebalance.DecisionShedding
 	})
 	if r := read(readLingering); r.Nodes != 3 || r.Average != 40 || time.Since(r.At) > lingeringMaxAge {
 		t.Fatalf("reading of the live targets %+v, want 40 over 3 nodes, fresh", r)
@@ -257,7 +257,7 @@ func TestRebalanceStaleReading(t *testing.T) {
 		_ = e.Close()
 	}
 	waitUntil(t, 30*time.Second, "the default node without nodes, the lingering one stale", func() bool {
-		return byDefault.Status().State == rebalance.StateNoAverage && lingering.Status().State == rebalance.StateStale
+		return byDefault.Status().Decision == rebalance.DecisionNoAverage && lingering.Status().Decision == rebalance.DecisionStale
 	})
 
 	// Why, from Prometheus itself: every target is down, the default query finds nothing, and the lingering
@@ -285,10 +285,10 @@ func TestRebalanceStaleReading(t *testing.T) {
 	for range 3 {
 		time.Sleep(time.Second)
 		d, l := byDefault.Status(), lingering.Status()
-		if d.State != rebalance.StateNoAverage || d.Nodes != 0 || d.Budget != 0 {
+		if d.Decision != rebalance.DecisionNoAverage || d.Nodes != 0 || d.Budget != 0 {
 			t.Fatalf("default node %+v, want no_average over no nodes, no budget", d)
 		}
-		if l.State != rebalance.StateStale || l.Nodes != 3 || l.Budget != 0 {
+		if l.Decision != rebalance.DecisionStale || l.Nodes != 3 || l.Budget != 0 {
 			t.Fatalf("lingering node %+v, want stale over 3 nodes, no budget", l)
 		}
 		if d.Shed != shed[0] || l.Shed != shed[1] {
@@ -390,7 +390,7 @@ func (n *rbNode) state() string {
 		return "up"
 	}
 	s := n.rb.Status()
-	return fmt.Sprintf("%s/%d", s.State, s.Shed)
+	return fmt.Sprintf("%s/%d", s.Decision, s.Shed)
 }
 
 func serveMetrics(t *testing.T, addr string, reg *prometheus.Registry) *http.Server {

@@ -55,7 +55,7 @@ type Config struct {
 	Context context.Context
 
 	// PrometheusURL is the address of the Prometheus server that scrapes every node, e.g.
-	// "http://prometheus:9090". Either PrometheusURL or Source must be set.
+	// "http://prometheus:9090". Either PrometheusURL or Cluster must be set.
 	//
 	// Optional. Default: ""
 	PrometheusURL string
@@ -75,11 +75,11 @@ type Config struct {
 	// Optional. Default: DefaultTimestampQuery (when Query is DefaultQuery or empty)
 	TimestampQuery string
 
-	// Source supplies the cluster average instead of Prometheus (another monitoring system, a membership
+	// Cluster supplies the cluster average instead of Prometheus (another monitoring system, a membership
 	// service, a test). It is called once per Interval from one goroutine, with a context that ends after Interval.
 	//
 	// Optional. Default: nil (query PrometheusURL)
-	Source Source
+	Cluster ClusterSource
 
 	// Connections returns this node's open connections.
 	//
@@ -139,13 +139,13 @@ type Config struct {
 	Registerer prometheus.Registerer
 
 	// DisableMetrics registers no metrics. The default Query reads fiberguard_rebalance_open_connections, so
-	// with metrics disabled another Source (or a Query over another metric) is needed.
+	// with metrics disabled another Cluster source (or a Query over another metric) is needed.
 	//
 	// Optional. Default: false
 	DisableMetrics bool
 }
 
-// ConfigDefault is the default config. It has no source of the cluster average: set PrometheusURL or Source.
+// ConfigDefault is the default config. It has no source of the cluster average: set PrometheusURL or Cluster.
 var ConfigDefault = Config{
 	Next:           nil,
 	Query:          DefaultQuery,
@@ -202,9 +202,9 @@ func configDefault(config ...Config) Config {
 
 // validate panics when a field of a filled config is out of range.
 func (cfg Config) validate() {
-	if cfg.Source == nil {
+	if cfg.Cluster == nil {
 		if cfg.PrometheusURL == "" {
-			panic("rebalance: Config.PrometheusURL or Config.Source must be set")
+			panic("rebalance: Config.PrometheusURL or Config.Cluster must be set")
 		}
 		u, err := url.Parse(cfg.PrometheusURL)
 		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {

@@ -36,14 +36,14 @@ func TestConfigDefault(t *testing.T) {
 
 // TestConfigBoundsAccepted: the edges of every bounded field are valid.
 func TestConfigBoundsAccepted(t *testing.T) {
-	src := func(context.Context) (Reading, error) { return Reading{}, nil }
+	src := func(context.Context) (Cluster, error) { return Cluster{}, nil }
 	for _, cfg := range []Config{
-		{Source: src, Interval: 100 * time.Millisecond, MaxAge: 100 * time.Millisecond},
-		{Source: src, Interval: 10 * time.Minute},
-		{Source: src, Interval: time.Second, Window: 1000 * time.Second},
-		{Source: src, Interval: time.Second, Window: time.Millisecond}, // below one interval: the current count alone
-		{Source: src, MinConnections: -1},                              // no floor
-		{Source: src, ShedRate: 1, Threshold: 1e9, Target: 1e9},
+		{Cluster: src, Interval: 100 * time.Millisecond, MaxAge: 100 * time.Millisecond},
+		{Cluster: src, Interval: 10 * time.Minute},
+		{Cluster: src, Interval: time.Second, Window: 1000 * time.Second},
+		{Cluster: src, Interval: time.Second, Window: time.Millisecond}, // below one interval: the current count alone
+		{Cluster: src, MinConnections: -1},                              // no floor
+		{Cluster: src, ShedRate: 1, Threshold: 1e9, Target: 1e9},
 		{PrometheusURL: "http://p:9090", Query: "x", TimestampQuery: "timestamp(x)"},
 	} {
 		configDefault(cfg).validate()
@@ -70,7 +70,7 @@ func TestWindowRingIsBounded(t *testing.T) {
 		{time.Millisecond, time.Second, 1},
 		{1000 * time.Second, time.Second, 1001},
 	} {
-		r := newRebalancer(configDefault(Config{Source: fixed(40, 3), Window: tt.window, Interval: tt.interval, DisableMetrics: true}))
+		r := newRebalancer(configDefault(Config{Cluster: fixed(40, 3), Window: tt.window, Interval: tt.interval, DisableMetrics: true}))
 		if got := len(r.recent.counts); got != tt.want {
 			t.Fatalf("Window %v at Interval %v keeps %d counts, want %d", tt.window, tt.interval, got, tt.want)
 		}
@@ -78,39 +78,39 @@ func TestWindowRingIsBounded(t *testing.T) {
 }
 
 func TestConfigPanicsNamingTheField(t *testing.T) {
-	src := func(context.Context) (Reading, error) { return Reading{}, nil }
+	src := func(context.Context) (Cluster, error) { return Cluster{}, nil }
 	tests := []struct {
 		field string
 		cfg   Config
 	}{
-		{"Config.PrometheusURL or Config.Source", Config{}},
+		{"Config.PrometheusURL or Config.Cluster", Config{}},
 		{"Config.PrometheusURL", Config{PrometheusURL: "prometheus:9090"}},
 		{"Config.PrometheusURL", Config{PrometheusURL: "ftp://prometheus:9090"}},
 		{"Config.PrometheusURL", Config{PrometheusURL: "http://"}},
 		{"Config.TimestampQuery", Config{PrometheusURL: "http://p:9090", Query: "x"}},
-		{"Config.Interval", Config{Source: src, Interval: -time.Second}},
-		{"Config.Interval", Config{Source: src, Interval: 1}}, // 1 ns, meant as 1 s
-		{"Config.Interval", Config{Source: src, Interval: time.Microsecond}},
-		{"Config.Interval", Config{Source: src, Interval: time.Millisecond}},
-		{"Config.Interval", Config{Source: src, Interval: 99 * time.Millisecond}},
-		{"Config.Interval", Config{Source: src, Interval: 11 * time.Minute}},
-		{"Config.Interval", Config{Source: src, Interval: math.MaxInt64}}, // 3 * Interval would overflow
-		{"Config.Threshold", Config{Source: src, Threshold: -0.1}},
-		{"Config.Threshold", Config{Source: src, Threshold: math.NaN()}},
-		{"Config.Threshold", Config{Source: src, Threshold: math.Inf(1)}},
-		{"Config.Target", Config{Source: src, Target: 0.3}},
-		{"Config.Target", Config{Source: src, Target: -0.1}},
-		{"Config.Target", Config{Source: src, Target: math.NaN()}},
-		{"Config.ShedRate", Config{Source: src, ShedRate: 1.5}},
-		{"Config.ShedRate", Config{Source: src, ShedRate: -0.5}},
-		{"Config.ShedRate", Config{Source: src, ShedRate: math.NaN()}},
-		{"Config.ShedRate", Config{Source: src, ShedRate: math.Inf(1)}},
-		{"Config.MaxAge", Config{Source: src, MaxAge: -time.Second}},
-		{"Config.MaxAge", Config{Source: src, MaxAge: time.Millisecond}},
-		{"Config.MaxAge", Config{Source: src, MaxAge: 1}},
-		{"Config.Window", Config{Source: src, Window: -time.Second}},
-		{"Config.Window", Config{Source: src, Window: 1001 * time.Second}}, // over 1000 intervals of 1 s
-		{"Config.Window", Config{Source: src, Window: math.MaxInt64}},
+		{"Config.Interval", Config{Cluster: src, Interval: -time.Second}},
+		{"Config.Interval", Config{Cluster: src, Interval: 1}}, // 1 ns, meant as 1 s
+		{"Config.Interval", Config{Cluster: src, Interval: time.Microsecond}},
+		{"Config.Interval", Config{Cluster: src, Interval: time.Millisecond}},
+		{"Config.Interval", Config{Cluster: src, Interval: 99 * time.Millisecond}},
+		{"Config.Interval", Config{Cluster: src, Interval: 11 * time.Minute}},
+		{"Config.Interval", Config{Cluster: src, Interval: math.MaxInt64}}, // 3 * Interval would overflow
+		{"Config.Threshold", Config{Cluster: src, Threshold: -0.1}},
+		{"Config.Threshold", Config{Cluster: src, Threshold: math.NaN()}},
+		{"Config.Threshold", Config{Cluster: src, Threshold: math.Inf(1)}},
+		{"Config.Target", Config{Cluster: src, Target: 0.3}},
+		{"Config.Target", Config{Cluster: src, Target: -0.1}},
+		{"Config.Target", Config{Cluster: src, Target: math.NaN()}},
+		{"Config.ShedRate", Config{Cluster: src, ShedRate: 1.5}},
+		{"Config.ShedRate", Config{Cluster: src, ShedRate: -0.5}},
+		{"Config.ShedRate", Config{Cluster: src, ShedRate: math.NaN()}},
+		{"Config.ShedRate", Config{Cluster: src, ShedRate: math.Inf(1)}},
+		{"Config.MaxAge", Config{Cluster: src, MaxAge: -time.Second}},
+		{"Config.MaxAge", Config{Cluster: src, MaxAge: time.Millisecond}},
+		{"Config.MaxAge", Config{Cluster: src, MaxAge: 1}},
+		{"Config.Window", Config{Cluster: src, Window: -time.Second}},
+		{"Config.Window", Config{Cluster: src, Window: 1001 * time.Second}}, // over 1000 intervals of 1 s
+		{"Config.Window", Config{Cluster: src, Window: math.MaxInt64}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {

@@ -21,12 +21,12 @@ func Example() {
 	// app.Listen(":3000")
 }
 
-// A Source supplies the cluster average from anywhere; Status shows the node's view, for a status page.
+// A ClusterSource supplies the cluster average from anywhere; Status shows the node's view, for a status page.
 func ExampleNewRebalancer() {
 	r := rebalance.NewRebalancer(rebalance.Config{
 		// Three live nodes averaging 400 open connections; this node holds 600.
-		Source: func(context.Context) (rebalance.Reading, error) {
-			return rebalance.Reading{Average: 400, Nodes: 3}, nil
+		Cluster: func(context.Context) (rebalance.Cluster, error) {
+			return rebalance.Cluster{Average: 400, Nodes: 3}, nil
 		},
 		Connections:    func() int { return 600 },
 		DisableMetrics: true,
@@ -36,10 +36,10 @@ func ExampleNewRebalancer() {
 	app := fiber.New()
 	app.Use(r.Handler())
 
-	for r.Status().State == rebalance.StateStarting { // the first comparison runs at once, in the background
+	for r.Status().Decision == rebalance.DecisionStarting { // the first comparison runs at once, in the background
 		time.Sleep(time.Millisecond)
 	}
 	s := r.Status()
-	fmt.Printf("%s: balance %.2f, %d connections to hand back this second\n", s.State, s.Balance, s.Budget)
+	fmt.Printf("%s: balance %.2f, %d connections to hand back this second\n", s.Decision, s.Balance, s.Budget)
 	// Output: shedding: balance 0.50, 2 connections to hand back this second
 }

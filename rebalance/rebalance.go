@@ -2,8 +2,8 @@
 //
 // A load balancer places only new connections, so after a rolling restart or a scale-out the long-lived keep-alive
 // connections stay on the nodes that were up first. Once per interval each node compares its open connections with
-// the cluster average (read from Prometheus, or from any Source); a node at or above the threshold answers a few
-// requests normally but with "Connection: close", and those clients reconnect through the load balancer.
+// the cluster average (read from Prometheus, or from any ClusterSource); a node at or above the threshold answers a
+// few requests normally but with "Connection: close", and those clients reconnect through the load balancer.
 package rebalance
 
 import (
@@ -26,7 +26,7 @@ import (
 type Rebalancer struct {
 	next        func(c *fiber.Ctx) bool
 	connections func() int
-	source      Source
+	source      ClusterSource
 	policy      policy
 	interval    time.Duration
 	metrics     *metrics
@@ -50,8 +50,8 @@ type Rebalancer struct {
 
 // Status is a node's view of the cluster after its last interval.
 type Status struct {
-	// State is what the node decided and why.
-	State State `json:"state"`
+	// Decision is what the node decided and why.
+	Decision Decision `json:"decision"`
 	// Connections is the node's open connections at the last interval.
 	Connections int `json:"connections"`
 	// Counted is the number the decision used: the lowest count over Config.Window.
@@ -104,7 +104,7 @@ func newRebalancer(cfg Config) *Rebalancer {
 	r := &Rebalancer{
 		next:        cfg.Next,
 		connections: cfg.Connections,
-		source:      cfg.Source,
+		source:      cfg.Cluster,
 		policy: policy{
 			threshold: cfg.Threshold,
 			target:    cfg.Target,
@@ -129,7 +129,7 @@ func newRebalancer(cfg Config) *Rebalancer {
 	if cfg.App != nil {
 		r.server.Store(cfg.App.Server())
 	}
-	r.status.Store(&Status{State: StateStarting, UpdatedAt: time.Now()})
+	r.status.Store(&Status{Decision: DecisionStarting, UpdatedAt: time.Now()})
 	if !cfg.DisableMetrics {
 		r.metrics = registerMetrics(cfg.Registerer, r)
 	}
@@ -249,10 +249,10 @@ func (r *Rebalancer) tick(ctx context.Context) {
 	}
 
 	d := r.policy.decide(counted, reading, now, r.shedding)
-	r.shedding = d.state == StateShedding
+	r.shedding = d.decision == DecisionShedding
 	r.budget.Store(int64(d.budget))
 
-	s := &Status{State: d.state, Connections: local, Counted: counted, Nodes: reading.Nodes, Budget: d.budget, UpdatedAt: now}
+	s := &Status{Decision: d.decision, Connections: local, Counted: counted, Nodes: reading.Nodes, Budget: d.budget, UpdatedAt: now}
 	if !math.IsNaN(d.balance) {
 		s.Average, s.Balance, s.known = reading.Average, d.balance, true
 	}
@@ -270,5 +270,5 @@ func (r *Rebalancer) fail(err error, local, counted int, now time.Time) {
 		log.Warnf("rebalance: cluster average unavailable, not shedding: %s", msg)
 	}
 	r.lastErr = msg
-	r.status.Store(&Status{State: StateSourceError, Connections: local, Counted: counted, LastError: msg, UpdatedAt: now})
+	r.status.Store(&Status{Decision: DecisionSourceError, Connections: local, Counted: counted, LastError: msg, UpdatedAt: now})
 }

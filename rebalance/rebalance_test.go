@@ -17,16 +17,16 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// fixed returns a Source that always reads avg over nodes.
-func fixed(avg float64, nodes int) Source {
-	return func(context.Context) (Reading, error) { return Reading{Average: avg, Nodes: nodes}, nil }
+// fixed returns a ClusterSource that always reads avg over nodes.
+func fixed(avg float64, nodes int) ClusterSource {
+	return func(context.Context) (Cluster, error) { return Cluster{Average: avg, Nodes: nodes}, nil }
 }
 
 // testConfig is a valid, filled config with its own registry: a node with 60 connections in a cluster averaging
 // 40, which sheds ceil(40 * 0.05) = 2 connections per interval.
-func testConfig(src Source, local int) Config {
+func testConfig(src ClusterSource, local int) Config {
 	return configDefault(Config{
-		Source:         src,
+		Cluster:        src,
 		Connections:    func() int { return local },
 		ShedRate:       0.05,
 		MinConnections: 10,
@@ -77,7 +77,7 @@ func TestHandlerSpendsTheBudgetOncePerInterval(t *testing.T) {
 	}
 	r.tick(context.Background())
 	st := r.Status()
-	if st.State != StateShedding || st.Budget != 2 || st.Balance != 0.5 || st.Average != 40 || st.Nodes != 3 {
+	if st.Decision != DecisionShedding || st.Budget != 2 || st.Balance != 0.5 || st.Average != 40 || st.Nodes != 3 {
 		t.Fatalf("status %+v, want shedding with budget 2 at balance 0.5", st)
 	}
 	if got := countCloses(t, app, 5); got != 2 {
@@ -132,25 +132,25 @@ func TestClosingConnectionsAndSkippedRequestsAreNotShed(t *testing.T) {
 
 func TestBalancedNodeSheds(t *testing.T) {
 	for _, tt := range []struct {
-		name  string
-		src   Source
-		local int
-		state State
+		name     string
+		src      ClusterSource
+		local    int
+		decision Decision
 	}{
-		{"balanced", fixed(55, 3), 60, StateBalanced},
-		{"single node", fixed(60, 1), 60, StateSingleNode},
-		{"no live node", fixed(0, 0), 60, StateNoAverage},
-		{"below floor", fixed(4, 3), 9, StateBelowFloor},
-		{"stale", func(context.Context) (Reading, error) {
-			return Reading{Average: 40, Nodes: 3, At: time.Now().Add(-time.Minute)}, nil
-		}, 60, StateStale},
+		{"balanced", fixed(55, 3), 60, DecisionBalanced},
+		{"single node", fixed(60, 1), 60, DecisionSingleNode},
+		{"no live node", fixed(0, 0), 60, DecisionNoAverage},
+		{"below floor", fixed(4, 3), 9, DecisionBelowFloor},
+		{"stale", func(context.Context) (Cluster, error) {
+			return Cluster{Average: 40, Nodes: 3, At: time.Now().Add(-time.Minute)}, nil
+		}, 60, DecisionStale},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			r := newRebalancer(testConfig(tt.src, tt.local))
 			app := newApp(r.Handler())
 			r.tick(context.Background())
-			if st := r.Status(); st.State != tt.state || st.Budget != 0 {
-				t.Fatalf("status %+v, want %s with no budget", st, tt.state)
+			if st := r.Status(); st.Decision != tt.decision || st.Budget != 0 {
+				t.Fatalf("status %+v, want %s with no budget", st, tt.decision)
 			}
 			if got := countCloses(t, app, 5); got != 0 {
 				t.Fatalf("%d responses closed, want 0", got)
@@ -161,24 +161,24 @@ func TestBalancedNodeSheds(t *testing.T) {
 
 func TestSourceErrorStopsSheddingUntilAFreshReading(t *testing.T) {
 	var fail atomic.Bool
-	src := func(context.Context) (Reading, error) {
+	src := func(context.Context) (Cluster, error) {
 		if fail.Load() {
-			return Reading{}, errors.New("prometheus is down")
+			return Cluster{}, errors.New("prometheus is down")
 		}
-		return Reading{Average: 40, Nodes: 3}, nil
+		return Cluster{Average: 40, Nodes: 3}, nil
 	}
 	r := newRebalancer(testConfig(src, 60))
 	app := newApp(r.Handler())
 	r.tick(context.Background())
-	if st := r.Status(); st.State != StateShedding {
-		t.Fatalf("state %s, want shedding", st.State)
+	if st := r.Status(); st.Decision != DecisionShedding {
+		t.Fatalf("state %s, want shedding", st.Decision)
 	}
 
 	fail.Store(true)
 	r.tick(context.Background())
 	r.tick(context.Background())
 	st := r.Status()
-	if st.State != StateSourceError || st.SourceErrors != 2 || st.LastError != "prometheus is down" || st.Budget != 0 {
+	if st.Decision != DecisionSourceError || st.SourceErrors != 2 || st.LastError != "prometheus is down" || st.Budget != 0 {
 		t.Fatalf("status %+v, want source_error, 2 errors, the message, no budget", st)
 	}
 	if got := countCloses(t, app, 5); got != 0 {
@@ -187,7 +187,7 @@ func TestSourceErrorStopsSheddingUntilAFreshReading(t *testing.T) {
 
 	fail.Store(false)
 	r.tick(context.Background())
-	if st := r.Status(); st.State != StateShedding || st.LastError != "" || st.SourceErrors != 2 {
+	if st := r.Status(); st.Decision != DecisionShedding || st.LastError != "" || st.SourceErrors != 2 {
 		t.Fatalf("status %+v after recovery, want shedding, no last error, 2 errors", st)
 	}
 	if got := countCloses(t, app, 5); got != 2 {
@@ -207,11 +207,11 @@ func TestRiseCountsAfterTheWindow(t *testing.T) {
 	tick()
 	local.Store(60) // a stopped peer's clients arrive before the average knows the peer is gone
 	for i := range 2 {
-		if st := tick(); st.State != StateBalanced || st.Counted != 40 || st.Connections != 60 {
+		if st := tick(); st.Decision != DecisionBalanced || st.Counted != 40 || st.Connections != 60 {
 			t.Fatalf("interval %d after the rise: %+v, want balanced on a count of 40", i, st)
 		}
 	}
-	if st := tick(); st.State != StateShedding || st.Counted != 60 {
+	if st := tick(); st.Decision != DecisionShedding || st.Counted != 60 {
 		t.Fatalf("a rise that lasted the window: %+v, want shedding on 60", st)
 	}
 	local.Store(45)
@@ -223,14 +223,14 @@ func TestRiseCountsAfterTheWindow(t *testing.T) {
 func TestLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int64
-		src := func(context.Context) (Reading, error) {
+		src := func(context.Context) (Cluster, error) {
 			calls.Add(1)
-			return Reading{Average: 40, Nodes: 3}, nil
+			return Cluster{Average: 40, Nodes: 3}, nil
 		}
 		r := NewRebalancer(testConfig(src, 60))
 		synctest.Wait()
-		if calls.Load() != 1 || r.Status().State != StateShedding {
-			t.Fatalf("after start: %d readings, state %s; want the first reading at once", calls.Load(), r.Status().State)
+		if calls.Load() != 1 || r.Status().Decision != DecisionShedding {
+			t.Fatalf("after start: %d readings, state %s; want the first reading at once", calls.Load(), r.Status().Decision)
 		}
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
@@ -271,9 +271,9 @@ func TestLoopStopsWithContext(t *testing.T) {
 
 func TestHungSourceTimesOutAfterOneInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		src := func(ctx context.Context) (Reading, error) {
+		src := func(ctx context.Context) (Cluster, error) {
 			<-ctx.Done() // a Prometheus that never answers
-			return Reading{}, ctx.Err()
+			return Cluster{}, ctx.Err()
 		}
 		r := NewRebalancer(testConfig(src, 60))
 		defer r.Close()
@@ -281,7 +281,7 @@ func TestHungSourceTimesOutAfterOneInterval(t *testing.T) {
 		time.Sleep(1500 * time.Millisecond)
 		synctest.Wait()
 		st := r.Status()
-		if st.State != StateSourceError || st.SourceErrors != 1 || !st.UpdatedAt.Equal(start.Add(time.Second)) {
+		if st.Decision != DecisionSourceError || st.SourceErrors != 1 || !st.UpdatedAt.Equal(start.Add(time.Second)) {
 			t.Fatalf("status %+v, want one source error at 1 s", st)
 		}
 	})
@@ -293,7 +293,7 @@ func TestAppShutdownStopsTheLoop(t *testing.T) {
 		t.Fatal(err)
 	}
 	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	r := NewRebalancer(Config{Source: fixed(40, 3), App: app, Registerer: prometheus.NewRegistry()})
+	r := NewRebalancer(Config{Cluster: fixed(40, 3), App: app, Registerer: prometheus.NewRegistry()})
 	app.Use(r.Handler())
 	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	served := make(chan error, 1)
@@ -326,7 +326,7 @@ func TestRealConnections(t *testing.T) {
 	// The cluster averages 2.5 connections per node: this node, holding 4, is at balance 0.6 and sheds
 	// min(4 - 2.5, ceil(2.5 * 0.5)) = 1 connection per interval.
 	cfg := configDefault(Config{
-		Source:         fixed(2.5, 2),
+		Cluster:        fixed(2.5, 2),
 		App:            app,
 		ShedRate:       0.5,
 		MinConnections: 1,
@@ -372,7 +372,7 @@ func TestRealConnections(t *testing.T) {
 	waitFor(t, func() bool { return app.Server().GetOpenConnectionsCount() == clients })
 
 	r.tick(context.Background())
-	if st := r.Status(); st.Connections != clients || st.State != StateShedding || st.Budget != 1 {
+	if st := r.Status(); st.Connections != clients || st.Decision != DecisionShedding || st.Budget != 1 {
 		t.Fatalf("status %+v, want %d connections, shedding 1", st, clients)
 	}
 	closed := 0
@@ -414,7 +414,7 @@ func waitFor(t testing.TB, cond func() bool) {
 // TestServerLearnedFromTheFirstRequest: without Config.App and Config.Connections the count comes from the server
 // of the app that serves the first request.
 func TestServerLearnedFromTheFirstRequest(t *testing.T) {
-	r := newRebalancer(configDefault(Config{Source: fixed(40, 3), Registerer: prometheus.NewRegistry()}))
+	r := newRebalancer(configDefault(Config{Cluster: fixed(40, 3), Registerer: prometheus.NewRegistry()}))
 	app := newApp(r.Handler())
 	url := serve(t, app)
 	if got := r.localConnections(); got != 0 {

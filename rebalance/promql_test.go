@@ -82,7 +82,7 @@ func vectorAt(at time.Time, values ...string) answer {
 // seconds renders t as timestamp() does.
 func seconds(t time.Time) string { return strconv.FormatFloat(float64(t.UnixMilli())/1000, 'f', 3, 64) }
 
-func promQL(t *testing.T, srv *httptest.Server, query, timestampQuery string) Source {
+func promQL(t *testing.T, srv *httptest.Server, query, timestampQuery string) ClusterSource {
 	t.Helper()
 	tr := &http.Transport{}
 	t.Cleanup(tr.CloseIdleConnections)
@@ -183,7 +183,7 @@ func TestPrometheusURLDrivesTheDefaultSource(t *testing.T) {
 	}))
 	defer r.release()
 	r.tick(context.Background())
-	if st := r.Status(); st.State != StateShedding || st.Average != 40 || st.Nodes != 3 || st.Budget != 1 {
+	if st := r.Status(); st.Decision != DecisionShedding || st.Average != 40 || st.Nodes != 3 || st.Budget != 1 {
 		t.Fatalf("status %+v, want shedding 1 against an average of 40 over 3 nodes", st)
 	}
 	if got := queries(); len(got) != 2 || got[0].expr != q || got[1].expr != tq {
@@ -199,13 +199,13 @@ func TestPrometheusAgeDecides(t *testing.T) {
 		name       string
 		values     answer
 		timestamps answer
-		state      State
+		decision   Decision
 	}{
-		{"fresh samples", vectorAt(now, "40", "40", "40"), vectorAt(now, seconds(now), seconds(now), seconds(now)), StateShedding},
+		{"fresh samples", vectorAt(now, "40", "40", "40"), vectorAt(now, seconds(now), seconds(now), seconds(now)), DecisionShedding},
 		{"one node's samples older than MaxAge", vectorAt(now, "40", "40", "40"),
-			vectorAt(now, seconds(now), seconds(now.Add(-10*time.Second)), seconds(now)), StateStale},
-		{"no live node", vectorAt(now), answer{}, StateNoAverage},
-		{"no timestamp", vectorAt(now, "40", "40", "40"), vectorAt(now), StateSourceError},
+			vectorAt(now, seconds(now), seconds(now.Add(-10*time.Second)), seconds(now)), DecisionStale},
+		{"no live node", vectorAt(now), answer{}, DecisionNoAverage},
+		{"no timestamp", vectorAt(now, "40", "40", "40"), vectorAt(now), DecisionSourceError},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
 			answers := map[string]answer{DefaultQuery: tt.values}
@@ -222,10 +222,10 @@ func TestPrometheusAgeDecides(t *testing.T) {
 			defer r.release()
 			r.tick(context.Background())
 			st := r.Status()
-			if st.State != tt.state || (tt.state != StateShedding && st.Budget != 0) {
-				t.Fatalf("status %+v, want %s", st, tt.state)
+			if st.Decision != tt.decision || (tt.decision != DecisionShedding && st.Budget != 0) {
+				t.Fatalf("status %+v, want %s", st, tt.decision)
 			}
-			if tt.state == StateNoAverage && (st.Nodes != 0 || st.Average != 0) {
+			if tt.decision == DecisionNoAverage && (st.Nodes != 0 || st.Average != 0) {
 				t.Fatalf("status %+v, want no nodes and no average", st)
 			}
 		})

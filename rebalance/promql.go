@@ -11,10 +11,10 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Source returns the current Reading of the cluster. The middleware calls it once per Config.Interval from a
+// ClusterSource returns the current reading of the cluster. The middleware calls it once per Config.Interval from a
 // single goroutine; ctx ends after one Interval. An error is counted, logged, and stops shedding until a later call
 // succeeds.
-type Source func(ctx context.Context) (Reading, error)
+type ClusterSource func(ctx context.Context) (Cluster, error)
 
 // ErrNotVector is returned by the PromQL source when the query's result is not an instant vector.
 var ErrNotVector = errors.New("rebalance: the query must return an instant vector, one sample per live node")
@@ -23,33 +23,33 @@ var ErrNotVector = errors.New("rebalance: the query must return an instant vecto
 // usable timestamp: the age of the reading is unknown, so it cannot count as fresh.
 var ErrNoTimestamp = errors.New("rebalance: the timestamp query returned no timestamp for the nodes the query found")
 
-// PromQL returns a Source that runs query and timestampQuery as instant queries through api, both at the same
+// PromQL returns a ClusterSource that runs query and timestampQuery as instant queries through api, both at the same
 // evaluation time. query must return one sample per live node, that node's open connections (DefaultQuery does);
 // the reading's average is their mean and its node count their number. timestampQuery must return the timestamps
 // of those samples, in seconds (DefaultTimestampQuery does), or a scalar; the reading is as old as the oldest of
 // them, or of the samples' own timestamps if older. An empty result is a reading of no nodes: shedding pauses.
-func PromQL(api v1.API, query, timestampQuery string) Source {
-	return func(ctx context.Context) (Reading, error) {
+func PromQL(api v1.API, query, timestampQuery string) ClusterSource {
+	return func(ctx context.Context) (Cluster, error) {
 		at := time.Now()
 		value, _, _, err := api.Query(ctx, query, at)
 		if err != nil {
-			return Reading{}, fmt.Errorf("rebalance: query %q: %w", query, err)
+			return Cluster{}, fmt.Errorf("rebalance: query %q: %w", query, err)
 		}
 		vector, ok := value.(model.Vector)
 		if !ok {
-			return Reading{}, notVector(value)
+			return Cluster{}, notVector(value)
 		}
 		r := readVector(vector)
 		if r.Nodes == 0 {
-			return Reading{}, nil // no data is no reading, whatever its time
+			return Cluster{}, nil // no data is no reading, whatever its time
 		}
 		stamps, _, _, err := api.Query(ctx, timestampQuery, at)
 		if err != nil {
-			return Reading{}, fmt.Errorf("rebalance: timestamp query %q: %w", timestampQuery, err)
+			return Cluster{}, fmt.Errorf("rebalance: timestamp query %q: %w", timestampQuery, err)
 		}
 		oldest, ok := readTimestamps(stamps)
 		if !ok {
-			return Reading{}, fmt.Errorf("%w (query %q)", ErrNoTimestamp, timestampQuery)
+			return Cluster{}, fmt.Errorf("%w (query %q)", ErrNoTimestamp, timestampQuery)
 		}
 		if oldest.Before(r.At) {
 			r.At = oldest
@@ -67,8 +67,8 @@ func notVector(value model.Value) error {
 
 // readVector averages one sample per node, skipping samples that are not finite counts. The reading's At is the
 // oldest timestamp of the samples it uses (Prometheus gives them all the evaluation time).
-func readVector(vector model.Vector) Reading {
-	var r Reading
+func readVector(vector model.Vector) Cluster {
+	var r Cluster
 	var sum float64
 	for _, s := range vector {
 		v := float64(s.Value)

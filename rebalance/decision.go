@@ -5,37 +5,37 @@ import (
 	"time"
 )
 
-// Reading is the cluster as a Source sees it.
-type Reading struct {
+// Cluster is a reading of the cluster: what a ClusterSource returns once per interval.
+type Cluster struct {
 	// Average is the mean number of open connections per live node, this node included.
 	Average float64
 	// Nodes is the number of live nodes the average is taken over.
 	Nodes int
-	// At is when the reading was taken. The zero time means the moment the Source returned it.
+	// At is when the reading was taken. The zero time means the moment the ClusterSource returned it.
 	At time.Time
 }
 
-// State says what a node decided in its last interval, and why.
-type State string
+// Decision says what a node decided in its last interval, and why.
+type Decision string
 
 // The states a node reports in Status.
 const (
-	// StateStarting: no interval has completed yet.
-	StateStarting State = "starting"
-	// StateShedding: the node holds more than its share and closes some connections this interval.
-	StateShedding State = "shedding"
-	// StateBalanced: the balance is below the threshold, or a shedding node is back at its target.
-	StateBalanced State = "balanced"
-	// StateBelowFloor: the node holds Config.MinConnections or fewer: shedding would take it below the floor.
-	StateBelowFloor State = "below_floor"
-	// StateSingleNode: the cluster has one live node.
-	StateSingleNode State = "single_node"
-	// StateNoAverage: the cluster average is unknown (no live node reported) or zero.
-	StateNoAverage State = "no_average"
-	// StateStale: the reading is older than Config.MaxAge (for Prometheus: its oldest sample).
-	StateStale State = "stale"
-	// StateSourceError: the source failed; shedding waits for a fresh reading.
-	StateSourceError State = "source_error"
+	// DecisionStarting: no interval has completed yet.
+	DecisionStarting Decision = "starting"
+	// DecisionShedding: the node holds more than its share and closes some connections this interval.
+	DecisionShedding Decision = "shedding"
+	// DecisionBalanced: the balance is below the threshold, or a shedding node is back at its target.
+	DecisionBalanced Decision = "balanced"
+	// DecisionBelowFloor: the node holds Config.MinConnections or fewer: shedding would take it below the floor.
+	DecisionBelowFloor Decision = "below_floor"
+	// DecisionSingleNode: the cluster has one live node.
+	DecisionSingleNode Decision = "single_node"
+	// DecisionNoAverage: the cluster average is unknown (no live node reported) or zero.
+	DecisionNoAverage Decision = "no_average"
+	// DecisionStale: the reading is older than Config.MaxAge (for Prometheus: its oldest sample).
+	DecisionStale Decision = "stale"
+	// DecisionSourceError: the source failed; shedding waits for a fresh reading.
+	DecisionSourceError Decision = "source_error"
 )
 
 // policy is the part of Config a decision depends on.
@@ -47,38 +47,38 @@ type policy struct {
 	maxAge    time.Duration
 }
 
-// decision is the outcome of one interval.
-type decision struct {
-	balance float64 // (local - average) / average; NaN when there is no usable average
-	budget  int     // connections to shed this interval
-	state   State
+// outcome is what one interval decided.
+type outcome struct {
+	balance  float64 // (local - average) / average; NaN when there is no usable average
+	budget   int     // connections to shed this interval
+	decision Decision
 }
 
 // decide compares local, this node's open connections, with the reading taken for the interval ending at now.
 // shedding tells whether the node shed in the previous interval: once started, it goes on down to the target
 // balance rather than stopping just under the threshold.
-func (p policy) decide(local int, r Reading, now time.Time, shedding bool) decision {
-	d := decision{balance: math.NaN(), state: StateBalanced}
+func (p policy) decide(local int, r Cluster, now time.Time, shedding bool) outcome {
+	d := outcome{balance: math.NaN(), decision: DecisionBalanced}
 	if r.Nodes < 1 || !(r.Average > 0) || math.IsInf(r.Average, 0) {
-		d.state = StateNoAverage
+		d.decision = DecisionNoAverage
 		if r.Nodes == 1 {
-			d.state = StateSingleNode
+			d.decision = DecisionSingleNode
 		}
 		return d
 	}
 	d.balance = (float64(local) - r.Average) / r.Average
 	switch {
 	case r.Nodes == 1:
-		d.state = StateSingleNode
+		d.decision = DecisionSingleNode
 	case p.floor >= 0 && local <= p.floor:
 		// Before the age: a node at its floor sheds nothing whatever the reading says.
-		d.state = StateBelowFloor
+		d.decision = DecisionBelowFloor
 	case now.Sub(r.At) > p.maxAge:
-		d.state = StateStale
+		d.decision = DecisionStale
 	case d.balance >= p.threshold || (shedding && d.balance > p.target):
 		d.budget = p.budget(local, r.Average)
 		if d.budget > 0 {
-			d.state = StateShedding
+			d.decision = DecisionShedding
 		}
 	}
 	return d

@@ -11,6 +11,7 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"log"
 	"net"
@@ -88,7 +89,15 @@ func newGateway(e env) (*gateway, error) {
 		for name, st := range g.status {
 			out[name] = st()
 		}
-		return c.JSON(out)
+		if !wantsPretty(c) {
+			return c.JSON(out)
+		}
+		b, err := json.MarshalIndent(out, "", "  ")
+		if err != nil {
+			return err
+		}
+		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
+		return c.Send(append(b, '\n'))
 	})
 	app.Get("/", func(c *fiber.Ctx) error {
 		return c.SendString("fiberguard gateway: see /status and /metrics\n")
@@ -96,11 +105,48 @@ func newGateway(e env) (*gateway, error) {
 	return g, nil
 }
 
+// observing reports whether a request is for the gateway's own pages (the live page and its data, /status,
+// /metrics): they must answer under any overload, so no module sheds, throttles or moves them.
+func observing(c *fiber.Ctx) bool {
+	switch p := c.Path(); p {
+	case "/", "/status", "/metrics":
+		return true
+	default:
+		return strings.HasPrefix(p, "/live/") || strings.HasPrefix(p, "/ui/")
+	}
+}
+
+// demoRoute reports whether a request is for another module's demo route (/throttled, /proxy/...), which the
+// global shedder leaves to that module so that each module's effect can be watched on its own.
+func demoRoute(c *fiber.Ctx) bool {
+	p := c.Path()
+	return p == "/throttled" || strings.HasPrefix(p, "/proxy/")
+}
+
 func (g *gateway) close() {
 	for i := len(g.stops) - 1; i >= 0; i-- {
 		g.stops[i]()
 	}
 	g.stops = nil
+}
+
+// wantsPretty reports whether /status should be indented: asked with ?pretty (any value but 0 or false), or by
+// a terminal tool (curl, Wget, HTTPie) that did not ask for JSON by name.
+func wantsPretty(c *fiber.Ctx) bool {
+	if c.Request().URI().QueryArgs().Has("pretty") {
+		v := strings.ToLower(c.Query("pretty"))
+		return v != "0" && v != "false"
+	}
+	if strings.Contains(c.Get(fiber.HeaderAccept), fiber.MIMEApplicationJSON) {
+		return false
+	}
+	ua := c.Get(fiber.HeaderUserAgent)
+	for _, tool := range []string{"curl/", "Wget/", "HTTPie/"} {
+		if strings.HasPrefix(ua, tool) {
+			return true
+		}
+	}
+	return false
 }
 
 // featureError names the feature in a setup error, unless the error already starts with that name, as a

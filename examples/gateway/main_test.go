@@ -6,6 +6,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log"
 	"net"
@@ -19,6 +20,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
@@ -323,6 +325,76 @@ func TestSetupErrorsNameTheFeatureOnce(t *testing.T) {
 		name, _, _ := strings.Cut(tt.want, ":")
 		if strings.Count(err.Error(), name+":") != 1 {
 			t.Errorf("%s=%s: error %q names %s more than once", tt.key, tt.value, err, name)
+		}
+	}
+}
+
+func TestStatusIndentedForTerminals(t *testing.T) {
+	g := newTestGateway(t, nil)
+	for _, tc := range []struct {
+		name, query, accept, agent string
+		pretty                     bool
+	}{
+		{"program", "", "", "Go-http-client/1.1", false},
+		{"browser", "", "text/html,application/xhtml+xml,*/*;q=0.8", "Mozilla/5.0", false},
+		{"curl", "", "*/*", "curl/8.5.0", true},
+		{"wget", "", "*/*", "Wget/1.21", true},
+		{"curl asking for JSON", "", "application/json", "curl/8.5.0", false},
+		{"?pretty", "?pretty", "application/json", "Go-http-client/1.1", true},
+		{"?pretty=1", "?pretty=1", "", "", true},
+		{"?pretty=0", "?pretty=0", "*/*", "curl/8.5.0", false},
+		{"?pretty=false", "?pretty=false", "", "", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := httptest.NewRequest("GET", "/status"+tc.query, nil)
+			req.Header.Set("Accept", tc.accept)
+			req.Header.Set("User-Agent", tc.agent)
+			resp, err := g.app.Test(req, -1)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			body, _ := io.ReadAll(resp.Body)
+			if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+				t.Fatalf("%d %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+			}
+			if !json.Valid(body) {
+				t.Fatalf("not JSON: %s", body)
+			}
+			if got := strings.Contains(string(body), "\n  \""); got != tc.pretty {
+				t.Fatalf("indented = %v, want %v:\n%s", got, tc.pretty, body)
+			}
+		})
+	}
+}
+
+func TestObservingAndDemoRoutes(t *testing.T) {
+	app := fiber.New()
+	app.Use(func(c *fiber.Ctx) error {
+		return c.SendString(fmt.Sprintf("%v %v", observing(c), demoRoute(c)))
+	})
+	for path, want := range map[string]string{
+		"/":               "true false",
+		"/status":         "true false",
+		"/status?pretty":  "true false",
+		"/metrics":        "true false",
+		"/live/data":      "true false",
+		"/ui/app.js":      "true false",
+		"/throttled?ms=5": "false true",
+		"/proxy/hello":    "false true",
+		"/burn?ms=5":      "false false",
+		"/statusx":        "false false",
+		"/proxyx":         "false false",
+		"/livex":          "false false",
+	} {
+		resp, err := app.Test(httptest.NewRequest("GET", path, nil), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if string(body) != want {
+			t.Errorf("%s: observing, demo = %s, want %s", path, body, want)
 		}
 	}
 }

@@ -35,7 +35,7 @@ func setupRebalance(app *fiber.App, e env) (status func() any, stop func(), err 
 	}()
 	r := rebalance.NewRebalancer(rebalance.Config{
 		// Scrapes and status checks are not client traffic worth moving.
-		Next:           func(c *fiber.Ctx) bool { return c.Path() == "/metrics" || c.Path() == "/status" },
+		Next:           observing,
 		App:            app,
 		PrometheusURL:  url,
 		Query:          e.getenv("FIBERGUARD_REBALANCE_QUERY"),

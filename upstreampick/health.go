@@ -120,3 +120,27 @@ func (p *Picker) reapLocked(now time.Time) {
 		p.rebuildLocked()
 	}
 }
+
+// unhealthyAfter is the number of consecutive connection failures that make an upstream unhealthy.
+const unhealthyAfter = 2
+
+// failure records a connection failure; the second in a row makes u unhealthy.
+func (p *Picker) failure(u *upstream) {
+	if u.fails.Add(1) >= unhealthyAfter && u.unhealthy.CompareAndSwap(false, true) {
+		p.mu.Lock()
+		p.rebuildLocked()
+		p.mu.Unlock()
+	}
+}
+
+// success records a successful connection; it makes u healthy again.
+func (p *Picker) success(u *upstream) {
+	if u.fails.Load() != 0 {
+		u.fails.Store(0)
+	}
+	if u.unhealthy.Load() && u.unhealthy.CompareAndSwap(true, false) {
+		p.mu.Lock()
+		p.rebuildLocked()
+		p.mu.Unlock()
+	}
+}

@@ -1,163 +1,223 @@
 package upstreampick
 
-import "slices"
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"sync"
+	"sync/atomic"
+	"time"
 
-// Mode selects how an upstream is picked among the candidates.
-type Mode int
-
-const (
-	// ModeLatency picks uniformly at random among the pickable upstreams of the nearest tier that has one,
-	// plus the pickable upstreams not measured yet. It is the default.
-	ModeLatency Mode = iota
-	// ModeLeastPending picks among the same candidates as ModeLatency by the power of two choices: two distinct
-	// candidates at random, the one with fewer requests in flight wins.
-	ModeLeastPending
-	// ModeRandom ignores latency: uniformly at random among every pickable upstream.
-	ModeRandom
+	"github.com/valyala/fasthttp"
 )
 
-// String returns the mode's name as used in Config and on status pages.
-func (m Mode) String() string {
-	switch m {
-	case ModeLatency:
-		return "latency"
-	case ModeLeastPending:
-		return "least-pending"
-	case ModeRandom:
-		return "random"
+// Picker chooses an upstream for each request and keeps the upstreams' latency, health and drain state. Create
+// it with New and stop it with Close. All methods are safe for concurrent use.
+type Picker struct {
+	cfg Config
+
+	// set is what picks read: one atomic load, no lock.
+	set atomic.Pointer[pickSet[*upstream]]
+	bal *balancer
+	lbc *fasthttp.LBClient
+
+	mu    sync.Mutex
+	ups   []*upstream // configured upstreams in configuration order, then draining ones
+	tiers tierBuilder
+
+	metrics *collector
+
+	ctx       context.Context
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+}
+
+// upstream is one server.
+type upstream struct {
+	key  string // target.key: the same server however it is spelt
+	host string // for name resolution
+	port string
+	tls  bool
+	hc   *fasthttp.HostClient
+
+	// name is the server as last configured (SetServers may respell it): the metric label and status key.
+	name atomic.Pointer[string]
+
+	picks     atomic.Uint64
+	fails     atomic.Int32 // consecutive connection failures
+	unhealthy atomic.Bool
+
+	// Guarded by Picker.mu.
+	rtt        ewma
+	tier       int
+	group      uint64
+	draining   bool
+	drainUntil time.Time
+	removed    bool
+}
+
+// New creates a Picker over cfg.Servers and starts its health checks; the first round starts at once. Until an
+// upstream's first dial completes it is picked like a member of the nearest tier. New panics, naming the field,
+// when the config is invalid.
+func New(config ...Config) *Picker {
+	cfg := configDefault(config...)
+	ctx, cancel := context.WithCancel(context.Background())
+	p := &Picker{cfg: cfg, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	p.bal = &balancer{p: p}
+	p.lbc = &fasthttp.LBClient{
+		Clients: []fasthttp.BalancingClient{p.bal},
+		Timeout: cfg.Timeout,
+		// Health is the picker's business; with one client, LBClient's penalty would only start timers.
+		HealthCheck: func(*fasthttp.Request, *fasthttp.Response, error) bool { return true },
 	}
-	return "unknown"
+
+	targets, _ := parseServers(cfg.Servers) // checked by configDefault
+	p.mu.Lock()
+	for _, t := range targets {
+		p.ups = append(p.ups, p.newUpstream(t))
+	}
+	p.rebuildLocked()
+	p.mu.Unlock()
+
+	if !cfg.DisableMetrics {
+		p.metrics = registerCollector(p, cfg.Registerer, cfg.Name)
+	}
+	go p.run()
+	return p
 }
 
-// candidate is one upstream as the picker's builder sees it.
-type candidate struct {
-	tier     int // noTier when not measured yet
-	healthy  bool
-	draining bool
-}
+// LBClient returns the client to pass to proxy.Balancer:
+//
+//	app.Use(proxy.Balancer(proxy.Config{Client: picker.LBClient()}))
+//
+// It holds a single fasthttp.BalancingClient that picks the upstream itself, so LBClient's own least-loaded
+// choice and failure penalty play no part. Its Timeout is Config.Timeout. Every call returns the same client.
+func (p *Picker) LBClient() *fasthttp.LBClient { return p.lbc }
 
-func (c candidate) pickable() bool { return c.healthy && !c.draining }
+// BalancingClient returns the picker as a fasthttp.BalancingClient, for an LBClient of your own.
+func (p *Picker) BalancingClient() fasthttp.BalancingClient { return p.bal }
 
-// candidates returns the indices of the upstreams a pick chooses among, in index order: in ModeRandom every
-// pickable one; otherwise the pickable ones of the lowest tier that has any, plus every pickable unmeasured
-// one (an upstream joins the active tier until its first sample places it). The result is empty when nothing
-// is pickable.
-func candidates(cs []candidate, mode Mode) []int {
-	return ladder(cs, mode)[0]
-}
+// SetServers replaces the upstream list. New servers start unmeasured and pickable; kept servers keep their
+// state (a server is matched by scheme, host and port, so "127.0.0.1:80" keeps the state of "http://127.0.0.1"
+// and takes the new spelling as its name); removed servers drain: they get no new requests and are forgotten (with their metrics) once their
+// requests in flight have finished or Config.DrainTimeout has passed, checked every HealthInterval. Listing a
+// draining server again aborts its drain. An invalid list is rejected as a whole with an error.
+func (p *Picker) SetServers(servers []string) error {
+	if len(servers) == 0 {
+		return errors.New("upstreampick: SetServers needs at least one server")
+	}
+	targets, err := parseServers(servers)
+	if err != nil {
+		return errors.New("upstreampick: SetServers: " + err.Error())
+	}
+	seen := make(map[string]bool, len(targets))
+	for _, t := range targets {
+		seen[t.key] = true
+	}
 
-// ladder returns every pickable upstream by preference: level 0 is what candidates returns, each further level
-// the pickable upstreams of the next tier up. A retry after a failed connection climbs it. Level 0 always
-// exists (possibly empty).
-func ladder(cs []candidate, mode Mode) [][]int {
-	active := noTier
-	if mode != ModeRandom {
-		for _, c := range cs {
-			if c.pickable() && c.tier != noTier && (active == noTier || c.tier < active) {
-				active = c.tier
-			}
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	old := make(map[string]*upstream, len(p.ups))
+	for _, u := range p.ups {
+		old[u.key] = u
+	}
+	ups := make([]*upstream, 0, len(targets)+len(p.ups))
+	for _, t := range targets {
+		u := old[t.key]
+		if u == nil {
+			u = p.newUpstream(t)
+		} else if *u.name.Load() != t.server {
+			u.name.Store(&t.server)
 		}
+		u.draining = false
+		ups = append(ups, u)
 	}
-	first := make([]int, 0, len(cs))
-	for i, c := range cs {
-		if c.pickable() && (mode == ModeRandom || c.tier == noTier || c.tier == active) {
-			first = append(first, i)
-		}
-	}
-	levels := [][]int{first}
-	if mode == ModeRandom || active == noTier {
-		return levels
-	}
-	for prev := active; ; {
-		next := noTier
-		for _, c := range cs {
-			if c.pickable() && c.tier > prev && (next == noTier || c.tier < next) {
-				next = c.tier
-			}
-		}
-		if next == noTier {
-			return levels
-		}
-		var level []int
-		for i, c := range cs {
-			if c.pickable() && c.tier == next {
-				level = append(level, i)
-			}
-		}
-		levels = append(levels, level)
-		prev = next
-	}
-}
-
-// pickSet is the immutable set a pick chooses from. Picks read it without locks; every change builds a new one.
-type pickSet[T comparable] struct {
-	// items are the candidates of a pick (ladder level 0).
-	items []T
-	mode  Mode
-	// ladder holds every pickable item by preference, for retries; nil means items alone.
-	ladder [][]T
-}
-
-// index maps the random number r uniformly onto [0, n) (multiply-shift on the high 32 bits; n < 2^32).
-func index(r uint64, n int) int {
-	return int(((r >> 32) * uint64(n)) >> 32)
-}
-
-// pick returns the chosen item and true, or false when the set is empty. r is a uniformly random number;
-// pending reports an item's requests in flight and is called only in ModeLeastPending.
-func (s *pickSet[T]) pick(r uint64, pending func(T) int) (T, bool) {
-	n := len(s.items)
-	switch n {
-	case 0:
-		var zero T
-		return zero, false
-	case 1:
-		return s.items[0], true
-	}
-	i := index(r, n)
-	if s.mode != ModeLeastPending {
-		return s.items[i], true
-	}
-	// A second, distinct index from the low 32 bits: uniform over the other n-1 items.
-	j := index(r<<32, n-1)
-	if j >= i {
-		j++
-	}
-	if pending(s.items[j]) < pending(s.items[i]) {
-		return s.items[j], true
-	}
-	return s.items[i], true
-}
-
-// pickOther returns an item not in tried, chosen uniformly at random among those of the most preferred ladder
-// level that has any, or false when every pickable item was tried. It serves retries: a request whose
-// connection failed goes to another upstream of the same tier if there is one, else of the next tier.
-func (s *pickSet[T]) pickOther(r uint64, tried []T) (T, bool) {
-	levels := s.ladder
-	if levels == nil {
-		levels = [][]T{s.items}
-	}
-	for _, level := range levels {
-		n := 0
-		for _, it := range level {
-			if !slices.Contains(tried, it) {
-				n++
-			}
-		}
-		if n == 0 {
+	deadline := time.Now().Add(p.cfg.DrainTimeout)
+	for _, u := range p.ups {
+		if seen[u.key] {
 			continue
 		}
-		k := index(r, n)
-		for _, it := range level {
-			if slices.Contains(tried, it) {
-				continue
-			}
-			if k == 0 {
-				return it, true
-			}
-			k--
+		if !u.draining {
+			u.draining, u.drainUntil = true, deadline
+		}
+		ups = append(ups, u)
+	}
+	p.ups = ups
+	p.rebuildLocked()
+	return nil
+}
+
+// Pick chooses an upstream for a request the caller sends itself, and counts it as a pick. It returns the
+// server as configured, or false when no upstream is pickable. It does not allocate.
+func (p *Picker) Pick() (server string, ok bool) {
+	u := p.pick()
+	if u == nil {
+		return "", false
+	}
+	u.picks.Add(1)
+	return *u.name.Load(), true
+}
+
+// Close stops the health checks, waits for the health goroutine to end, unregisters the metrics and closes
+// idle upstream connections. Requests still go to the last pickable set afterwards. Close is idempotent and
+// returns nil.
+func (p *Picker) Close() error {
+	p.closeOnce.Do(func() {
+		p.cancel()
+		<-p.done
+		if p.metrics != nil {
+			p.metrics.unregister()
+		}
+		p.mu.Lock()
+		ups := append([]*upstream(nil), p.ups...)
+		p.mu.Unlock()
+		for _, u := range ups {
+			u.hc.CloseIdleConnections()
+		}
+	})
+	return nil
+}
+
+// rebuildLocked rebuilds the tiers and publishes a new pick set. p.mu must be held.
+func (p *Picker) rebuildLocked() {
+	n := len(p.ups)
+	ms := make([]tierMember, n)
+	tier := make([]int, n)
+	group := make([]uint64, n)
+	for i, u := range p.ups {
+		ms[i] = tierMember{avg: u.rtt.avg, sampled: u.rtt.sampled, group: u.group}
+	}
+	p.tiers.build(ms, tier, group)
+	cs := make([]candidate, n)
+	for i, u := range p.ups {
+		u.tier, u.group = tier[i], group[i]
+		cs[i] = candidate{tier: tier[i], healthy: !u.unhealthy.Load(), draining: u.draining}
+	}
+	levels := ladder(cs, p.cfg.Mode)
+	set := &pickSet[*upstream]{mode: p.cfg.Mode, ladder: make([][]*upstream, len(levels))}
+	for l, idx := range levels {
+		set.ladder[l] = make([]*upstream, len(idx))
+		for k, i := range idx {
+			set.ladder[l][k] = p.ups[i]
 		}
 	}
-	var zero T
-	return zero, false
+	set.items = set.ladder[0]
+	p.set.Store(set)
+}
+
+func pendingRequests(u *upstream) int { return u.hc.PendingRequests() }
+
+// pick chooses an upstream; nil when none is pickable.
+func (p *Picker) pick() *upstream {
+	u, _ := p.set.Load().pick(rand.Uint64(), pendingRequests)
+	return u
+}
+
+// newUpstream builds an upstream and its HostClient.
+func (p *Picker) newUpstream(t target) *upstream {
+	u := &upstream{key: t.key, host: t.host, port: t.port, tls: t.tls, tier: noTier}
+	u.name.Store(&t.server)
+	u.hc = p.newHostClient(u, t)
+	return u
 }

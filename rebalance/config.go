@@ -11,20 +11,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// DefaultQuery is the PromQL query the Prometheus source runs when Config.Query is empty: the open connections of
-// every node whose last scrape succeeded. A node that stopped answering scrapes has up == 0 and drops out of the
-// result at once, so it cannot drag the average down (and make every live node shed) while its last sample lingers.
-// When one Prometheus scrapes several clusters, narrow it to this cluster's job, for example
-//
-//	fiberguard_rebalance_open_connections{job="api"} and on (job, instance) (up{job="api"} == 1)
-const DefaultQuery = `fiberguard_rebalance_open_connections and on (job, instance) (up == 1)`
-
-// DefaultTimestampQuery is the PromQL query the Prometheus source runs beside DefaultQuery to learn how old the
-// samples are: Prometheus stamps every sample of an instant query with the evaluation time, so only timestamp()
-// over the series itself gives the scrape time. A Prometheus that still answers but stopped scraping (or a
-// target whose last sample lingers) then yields an ageing reading, and Config.MaxAge stops shedding.
-const DefaultTimestampQuery = `timestamp(fiberguard_rebalance_open_connections) and on (job, instance) (up == 1)`
-
 // Bounds of the durations in Config. An interval runs two Prometheus queries, and evaluating faster than
 // Prometheus scrapes only re-reads the same samples, so the floor is far below any useful scrape interval; the
 // ceiling keeps 3 * Interval (the default MaxAge) from overflowing. The window is kept as one count per

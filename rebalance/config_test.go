@@ -50,33 +50,6 @@ func TestConfigBoundsAccepted(t *testing.T) {
 	}
 }
 
-// TestWindowRingIsBounded: the ring of counts holds one count per interval of the window, never more than
-// maxWindowIntervals+1 whatever it is asked for (an Interval of 1ns over a 40 s window once asked for 40 GB).
-func TestWindowRingIsBounded(t *testing.T) {
-	for _, tt := range []struct{ size, want int }{
-		{-5, 1}, {0, 1}, {1, 1}, {6, 6}, {maxWindowIntervals + 1, maxWindowIntervals + 1},
-		{maxWindowIntervals + 2, maxWindowIntervals + 1}, {int(40 * time.Second), maxWindowIntervals + 1},
-		{math.MaxInt, maxWindowIntervals + 1},
-	} {
-		if got := len(newLowest(tt.size).counts); got != tt.want {
-			t.Fatalf("newLowest(%d) keeps %d counts, want %d", tt.size, got, tt.want)
-		}
-	}
-	for _, tt := range []struct {
-		window, interval time.Duration
-		want             int
-	}{
-		{5 * time.Second, time.Second, 6},
-		{time.Millisecond, time.Second, 1},
-		{1000 * time.Second, time.Second, 1001},
-	} {
-		r := newRebalancer(configDefault(Config{Cluster: fixed(40, 3), Window: tt.window, Interval: tt.interval, DisableMetrics: true}))
-		if got := len(r.recent.counts); got != tt.want {
-			t.Fatalf("Window %v at Interval %v keeps %d counts, want %d", tt.window, tt.interval, got, tt.want)
-		}
-	}
-}
-
 func TestConfigPanicsNamingTheField(t *testing.T) {
 	src := func(context.Context) (Cluster, error) { return Cluster{}, nil }
 	tests := []struct {

@@ -5,20 +5,10 @@ import (
 	"time"
 )
 
-// Cluster is a reading of the cluster: what a ClusterSource returns once per interval.
-type Cluster struct {
-	// Average is the mean number of open connections per live node, this node included.
-	Average float64
-	// Nodes is the number of live nodes the average is taken over.
-	Nodes int
-	// At is when the reading was taken. The zero time means the moment the ClusterSource returned it.
-	At time.Time
-}
-
 // Decision says what a node decided in its last interval, and why.
 type Decision string
 
-// The states a node reports in Status.
+// The decisions a node reports in Status.
 const (
 	// DecisionStarting: no interval has completed yet.
 	DecisionStarting Decision = "starting"
@@ -97,33 +87,4 @@ func (p policy) budget(local int, average float64) int {
 		room = float64(local - p.floor)
 	}
 	return int(math.Max(0, math.Min(math.Min(excess, rate), room)))
-}
-
-// lowest keeps this node's open connections over the last intervals and reports the smallest. A rise is counted
-// only once it has lasted the whole window; a fall is counted at once.
-type lowest struct {
-	counts []int
-	filled int
-	next   int
-}
-
-// newLowest keeps size counts, clamped to [1, maxWindowIntervals+1] whatever the caller asks: the size comes from
-// user input.
-func newLowest(size int) *lowest {
-	size = min(max(size, 1), maxWindowIntervals+1)
-	return &lowest{counts: make([]int, size)}
-}
-
-// add records a count and returns the smallest of those kept.
-func (l *lowest) add(count int) int {
-	l.counts[l.next] = count
-	l.next = (l.next + 1) % len(l.counts)
-	if l.filled < len(l.counts) {
-		l.filled++
-	}
-	low := count
-	for _, c := range l.counts[:l.filled] {
-		low = min(low, c)
-	}
-	return low
 }

@@ -114,29 +114,3 @@ func TestBudgetNeverBelowTheFloor(t *testing.T) {
 		})
 	}
 }
-
-func TestLowest(t *testing.T) {
-	l := newLowest(3)
-	steps := []struct{ add, want int }{
-		{10, 10}, // the first count is taken as is
-		{40, 10}, // a rise waits for the window
-		{40, 10},
-		{40, 40}, // ... and counts once it filled the window
-		{5, 5},   // a fall counts at once
-		{50, 5},
-		{50, 5},
-		{50, 50},
-	}
-	for i, s := range steps {
-		if got := l.add(s.add); got != s.want {
-			t.Fatalf("step %d: add(%d) = %d, want %d", i, s.add, got, s.want)
-		}
-	}
-
-	one := newLowest(0) // a window below one interval uses the current count alone
-	for _, c := range []int{7, 70, 3} {
-		if got := one.add(c); got != c {
-			t.Fatalf("size-1 window: add(%d) = %d", c, got)
-		}
-	}
-}

@@ -5,16 +5,27 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"net/http"
 	"time"
 
+	"github.com/prometheus/client_golang/api"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/common/model"
 )
 
-// ClusterSource returns the current reading of the cluster. The middleware calls it once per Config.Interval from a
-// single goroutine; ctx ends after one Interval. An error is counted, logged, and stops shedding until a later call
-// succeeds.
-type ClusterSource func(ctx context.Context) (Cluster, error)
+// DefaultQuery is the PromQL query the Prometheus source runs when Config.Query is empty: the open connections of
+// every node whose last scrape succeeded. A node that stopped answering scrapes has up == 0 and drops out of the
+// result at once, so it cannot drag the average down (and make every live node shed) while its last sample lingers.
+// When one Prometheus scrapes several clusters, narrow it to this cluster's job, for example
+//
+//	fiberguard_rebalance_open_connections{job="api"} and on (job, instance) (up{job="api"} == 1)
+const DefaultQuery = `fiberguard_rebalance_open_connections and on (job, instance) (up == 1)`
+
+// DefaultTimestampQuery is the PromQL query the Prometheus source runs beside DefaultQuery to learn how old the
+// samples are: Prometheus stamps every sample of an instant query with the evaluation time, so only timestamp()
+// over the series itself gives the scrape time. A Prometheus that still answers but stopped scraping (or a
+// target whose last sample lingers) then yields an ageing reading, and Config.MaxAge stops shedding.
+const DefaultTimestampQuery = `timestamp(fiberguard_rebalance_open_connections) and on (job, instance) (up == 1)`
 
 // ErrNotVector is returned by the PromQL source when the query's result is not an instant vector.
 var ErrNotVector = errors.New("rebalance: the query must return an instant vector, one sample per live node")
@@ -56,6 +67,18 @@ func PromQL(api v1.API, query, timestampQuery string) ClusterSource {
 		}
 		return r, nil
 	}
+}
+
+// prometheusSource is the default source: PromQL over a client of Config.PrometheusURL. release closes the idle
+// connections of its transport.
+func prometheusSource(cfg Config) (src ClusterSource, release func()) {
+	// A transport of its own, so that closing the Rebalancer leaves no idle connection (and goroutine) behind.
+	transport := http.DefaultTransport.(*http.Transport).Clone()
+	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, RoundTripper: transport})
+	if err != nil {
+		panic("rebalance: Config.PrometheusURL: " + err.Error())
+	}
+	return PromQL(v1.NewAPI(client), cfg.Query, cfg.TimestampQuery), transport.CloseIdleConnections
 }
 
 func notVector(value model.Value) error {

@@ -68,9 +68,9 @@ func (b *balancer) send(u *upstream, req *fasthttp.Request, resp *fasthttp.Respo
 	err := u.hc.DoDeadline(req, resp, deadline)
 	switch {
 	case err == nil:
-		b.p.success(u)
+		b.p.connected(u, 0, false)
 	case connectionLost(err):
-		b.p.failure(u) // a failed dial was counted by the dialer
+		b.p.failed(u) // a failed dial was counted by the dialer
 	}
 	return err
 }
@@ -141,10 +141,10 @@ func (p *Picker) newHostClient(u *upstream, t target) *fasthttp.HostClient {
 			conn, err = d.Dial("tcp", addr)
 		}
 		if err != nil {
-			p.failure(u)
+			p.failed(u)
 			return nil, &dialError{err: err}
 		}
-		p.success(u)
+		p.connected(u, 0, false)
 		return conn, nil
 	}
 	return hc

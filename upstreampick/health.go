@@ -8,6 +8,41 @@ import (
 	"time"
 )
 
+// An upstream's health is kept here, whoever saw the connection: a health dial, a request's dial or a
+// request's response. failed and connected are the only two ways it changes.
+
+// unhealthyAfter is the number of consecutive connection failures that make an upstream unhealthy.
+const unhealthyAfter = 2
+
+// failed records a connection failure; the second in a row makes u unhealthy.
+func (p *Picker) failed(u *upstream) {
+	if u.fails.Add(1) >= unhealthyAfter && u.unhealthy.CompareAndSwap(false, true) {
+		p.mu.Lock()
+		p.rebuildLocked()
+		p.mu.Unlock()
+	}
+}
+
+// connected records a connection to u that worked, and is the one way back to healthy: it clears the failure
+// count and, when u was unhealthy, makes it pickable again. With sampled (a health dial), rtt is a connect-time
+// sample for u's average; requests pass none, so samples come at the health checks' steady rate. A request
+// takes no lock unless u recovers.
+func (p *Picker) connected(u *upstream, rtt time.Duration, sampled bool) {
+	if u.fails.Load() != 0 {
+		u.fails.Store(0)
+	}
+	recovered := u.unhealthy.Load() && u.unhealthy.CompareAndSwap(true, false)
+	if !recovered && !sampled {
+		return
+	}
+	p.mu.Lock()
+	if sampled && !u.removed {
+		u.rtt.add(rtt)
+	}
+	p.rebuildLocked()
+	p.mu.Unlock()
+}
+
 // run is the health goroutine: a round at once, then one every HealthInterval, until Close.
 func (p *Picker) run() {
 	defer close(p.done)
@@ -41,10 +76,14 @@ func (p *Picker) round() {
 		go func() {
 			defer wg.Done()
 			rtt, err := p.probe(u)
-			if p.ctx.Err() != nil {
-				return // closing: a cancelled dial says nothing about the upstream
+			switch {
+			case p.ctx.Err() != nil:
+				// Closing: a cancelled dial says nothing about the upstream.
+			case err != nil:
+				p.failed(u)
+			default:
+				p.connected(u, rtt, true)
 			}
-			p.observe(u, rtt, err)
 		}()
 	}
 	wg.Wait()
@@ -79,68 +118,4 @@ func (p *Picker) probe(u *upstream) (time.Duration, error) {
 	}
 	_ = conn.Close()
 	return rtt, nil
-}
-
-// observe records one health dial: a success is a connect-time sample and restores health, a failure counts
-// towards unhealthy and is not a sample.
-func (p *Picker) observe(u *upstream, rtt time.Duration, err error) {
-	if err != nil {
-		p.failure(u)
-		return
-	}
-	u.fails.Store(0)
-	u.unhealthy.Store(false)
-	p.mu.Lock()
-	if !u.removed {
-		u.rtt.add(rtt)
-		p.rebuildLocked()
-	}
-	p.mu.Unlock()
-}
-
-// reapLocked forgets draining upstreams that have no request in flight or whose drain timed out. p.mu must be
-// held.
-func (p *Picker) reapLocked(now time.Time) {
-	kept := p.ups[:0]
-	changed := false
-	for _, u := range p.ups {
-		if u.draining && (u.hc.PendingRequests() == 0 || !now.Before(u.drainUntil)) {
-			u.removed = true
-			u.hc.CloseIdleConnections()
-			changed = true
-			continue
-		}
-		kept = append(kept, u)
-	}
-	for i := len(kept); i < len(p.ups); i++ {
-		p.ups[i] = nil
-	}
-	p.ups = kept
-	if changed {
-		p.rebuildLocked()
-	}
-}
-
-// unhealthyAfter is the number of consecutive connection failures that make an upstream unhealthy.
-const unhealthyAfter = 2
-
-// failure records a connection failure; the second in a row makes u unhealthy.
-func (p *Picker) failure(u *upstream) {
-	if u.fails.Add(1) >= unhealthyAfter && u.unhealthy.CompareAndSwap(false, true) {
-		p.mu.Lock()
-		p.rebuildLocked()
-		p.mu.Unlock()
-	}
-}
-
-// success records a successful connection; it makes u healthy again.
-func (p *Picker) success(u *upstream) {
-	if u.fails.Load() != 0 {
-		u.fails.Store(0)
-	}
-	if u.unhealthy.Load() && u.unhealthy.CompareAndSwap(true, false) {
-		p.mu.Lock()
-		p.rebuildLocked()
-		p.mu.Unlock()
-	}
 }

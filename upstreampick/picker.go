@@ -221,3 +221,26 @@ func (p *Picker) newUpstream(t target) *upstream {
 	u.hc = p.newHostClient(u, t)
 	return u
 }
+
+// reapLocked forgets draining upstreams that have no request in flight or whose drain timed out. p.mu must be
+// held.
+func (p *Picker) reapLocked(now time.Time) {
+	kept := p.ups[:0]
+	changed := false
+	for _, u := range p.ups {
+		if u.draining && (u.hc.PendingRequests() == 0 || !now.Before(u.drainUntil)) {
+			u.removed = true
+			u.hc.CloseIdleConnections()
+			changed = true
+			continue
+		}
+		kept = append(kept, u)
+	}
+	for i := len(kept); i < len(p.ups); i++ {
+		p.ups[i] = nil
+	}
+	p.ups = kept
+	if changed {
+		p.rebuildLocked()
+	}
+}

@@ -200,27 +200,12 @@ func validate(cfg Config) {
 		}
 	}
 	for i, s := range cfg.Signals {
-		field := "Config.Signals[" + strconv.Itoa(i) + "]"
-		switch {
-		case s.Func == nil && strings.TrimSpace(s.Query) == "":
-			panic("throttle: " + field + ".Query must not be empty (or set " + field + ".Func)")
-		case s.Func != nil && s.Query != "":
-			panic("throttle: " + field + " must set only one of Query and Func")
-		case s.Interval < 0:
-			panic(fmt.Sprintf("throttle: %s.Interval must be positive, got %v", field, s.Interval))
-		case s.Timeout < 0:
-			panic(fmt.Sprintf("throttle: %s.Timeout must be positive, got %v", field, s.Timeout))
+		if p := s.problem("Config.Signals["+strconv.Itoa(i)+"]", cfg.PrometheusURL != ""); p != "" {
+			panic("throttle: " + p)
 		}
 	}
-	if cfg.PrometheusURL == "" {
-		if len(cfg.Queries) > 0 {
-			panic("throttle: Config.PrometheusURL must be set when Config.Queries are given")
-		}
-		for i, s := range cfg.Signals {
-			if s.Func == nil {
-				panic(fmt.Sprintf("throttle: Config.PrometheusURL must be set when Config.Signals[%d].Query is given", i))
-			}
-		}
+	if cfg.PrometheusURL == "" && len(cfg.Queries) > 0 {
+		panic("throttle: Config.PrometheusURL must be set when Config.Queries are given")
 	}
 	seen := map[string]bool{}
 	for _, s := range signalsOf(cfg) {
@@ -229,39 +214,4 @@ func validate(cfg Config) {
 		}
 		seen[s.Name] = true
 	}
-}
-
-// signalsOf lists every configured signal with its name, cadence, timeout and staleness filled in.
-func signalsOf(cfg Config) []Signal {
-	out := make([]Signal, 0, len(cfg.Queries)+len(cfg.Signals))
-	for i, q := range cfg.Queries {
-		out = append(out, Signal{Name: "query_" + strconv.Itoa(i), Query: q})
-	}
-	for i, s := range cfg.Signals {
-		if s.Name == "" {
-			s.Name = "signal_" + strconv.Itoa(i)
-		}
-		out = append(out, s)
-	}
-	for i := range out {
-		s := &out[i]
-		if s.Interval == 0 {
-			s.Interval = cfg.Interval
-		}
-		if s.Timeout == 0 {
-			s.Timeout = cfg.Timeout
-			if s.Timeout == 0 {
-				s.Timeout = min(ConfigDefault.Timeout, s.Interval)
-			}
-		}
-	}
-	return out
-}
-
-// staleness is the staleness period of a signal.
-func staleness(cfg Config, s Signal) time.Duration {
-	if cfg.Staleness > 0 {
-		return cfg.Staleness
-	}
-	return 4 * s.Interval
 }

@@ -10,8 +10,10 @@ import (
 // metrics exports a Throttler's state. Gauges and counters are read from the Throttler's own atomics at scrape
 // time, so the request path pays for no metric of its own; evaluation durations go to a histogram.
 type metrics struct {
-	reg       prometheus.Registerer
-	t         *Throttler
+	reg prometheus.Registerer
+	// read returns the snapshot and fills in every signal's evaluations by verdict, under one lock.
+	read      func(byVerdict [][numVerdicts]uint64) Snapshot
+	signals   int
 	window    *prometheus.Desc
 	bounds    *prometheus.Desc
 	inflight  *prometheus.Desc
@@ -24,11 +26,14 @@ type metrics struct {
 	durations *prometheus.HistogramVec
 }
 
-func registerMetrics(reg prometheus.Registerer, name string, t *Throttler) *metrics {
+// registerMetrics registers the metrics of the throttler named name with these signals on reg. It returns nil
+// when they could not be registered (logged).
+func registerMetrics(reg prometheus.Registerer, name string, signals []Signal, read func([][numVerdicts]uint64) Snapshot) *metrics {
 	labels := prometheus.Labels{"throttle": name}
 	m := &metrics{
-		reg: reg,
-		t:   t,
+		reg:     reg,
+		read:    read,
+		signals: len(signals),
 		window: prometheus.NewDesc("fiberguard_throttle_window",
 			"Current concurrency window: requests admitted at once.", nil, labels),
 		bounds: prometheus.NewDesc("fiberguard_throttle_window_bound",
@@ -63,9 +68,6 @@ func registerMetrics(reg prometheus.Registerer, name string, t *Throttler) *metr
 		}
 		return nil
 	}
-	for _, r := range t.signals {
-		r.duration = m.durations.WithLabelValues(r.sig.Name)
-	}
 	return m
 }
 
@@ -87,7 +89,8 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	s := m.t.Snapshot()
+	byVerdict := make([][numVerdicts]uint64, m.signals)
+	s := m.read(byVerdict)
 	ch <- prometheus.MustNewConstMetric(m.window, prometheus.GaugeValue, float64(s.Window))
 	ch <- prometheus.MustNewConstMetric(m.bounds, prometheus.GaugeValue, float64(s.WindowMin), "min")
 	ch <- prometheus.MustNewConstMetric(m.bounds, prometheus.GaugeValue, float64(s.WindowMax), "max")
@@ -95,10 +98,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.requests, prometheus.CounterValue, float64(s.Admitted), "admitted")
 	ch <- prometheus.MustNewConstMetric(m.requests, prometheus.CounterValue, float64(s.Rejected), "rejected")
 	for i, sig := range s.Signals {
-		r := m.t.signals[i]
 		ch <- prometheus.MustNewConstMetric(m.firing, prometheus.GaugeValue, gauge(sig.Firing), sig.Name)
 		ch <- prometheus.MustNewConstMetric(m.invalid, prometheus.GaugeValue, gauge(sig.Invalid), sig.Name)
-		for v, n := range r.verdictCounts() {
+		for v, n := range byVerdict[i] {
 			ch <- prometheus.MustNewConstMetric(m.evals, prometheus.CounterValue, float64(n), sig.Name, Verdict(v).String())
 		}
 		ch <- prometheus.MustNewConstMetric(m.errors, prometheus.CounterValue, float64(sig.Errors), sig.Name)

@@ -6,68 +6,28 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2/log"
-	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// evaluator evaluates a signal once within ctx.
-type evaluator func(ctx context.Context) (Verdict, error)
-
-// queryEvaluator evaluates a PromQL instant query at the server's current time.
-func queryEvaluator(prom promv1.API, query string) evaluator {
-	return func(ctx context.Context) (Verdict, error) {
-		v, _, _, err := prom.Query(ctx, query, time.Time{})
-		return Classify(v, err)
-	}
-}
-
-// funcEvaluator evaluates an in-process signal; a panic in it counts as a failed evaluation.
-func funcEvaluator(f func(context.Context) (bool, error)) evaluator {
-	return func(ctx context.Context) (v Verdict, err error) {
-		defer func() {
-			if p := recover(); p != nil {
-				v, err = VerdictError, fmt.Errorf("throttle: signal function panicked: %v", p)
-			}
-		}()
-		firing, err := f(ctx)
-		switch {
-		case err != nil: // a function that queries Prometheus itself gets the same reading of its errors
-			return errorVerdict(err), err
-		case firing:
-			return VerdictFiring, nil
-		}
-		return VerdictFalse, nil
-	}
-}
-
-// signalRunner evaluates one signal on its own goroutine, one evaluation at a time, and hands each result to
-// its owner, which applies it to the window.
-type signalRunner struct {
+// runner evaluates one signal on its own goroutine, one evaluation at a time, and reports each resulting state.
+// All of it belongs to that goroutine once run starts.
+type runner struct {
 	sig      Signal
 	eval     evaluator
-	owner    *Throttler
+	tracker  Tracker
 	duration prometheus.Observer // nil without metrics
+	// report receives every evaluation that ran to its end: the Throttler applies it to the window.
+	report func(now time.Time, state State, err error)
 
-	// tracker and the log state belong to the runner's goroutine.
-	tracker     Tracker
 	lastErr     string // the last transient error logged, so that a repeated one is logged once
 	lastInvalid string // the last invalid-query error logged
 	wasStale    bool
-
-	// The rest is guarded by owner.mu: written by Throttler.apply, read by Snapshot and the metrics.
-	state       State
-	evaluations uint64
-	errors      uint64
-	backoffs    uint64
-	byVerdict   [numVerdicts]uint64
-	errText     string
-	lastSuccess time.Time // zero before the first success
 }
 
 // run evaluates the signal at once, then at every tick, until ctx is done. Evaluations run one after another
 // on this goroutine, so there is never more than one in flight; one that overruns the interval delays the next
 // tick rather than overlapping it.
-func (r *signalRunner) run(ctx context.Context) {
+func (r *runner) run(ctx context.Context) {
 	tick := time.NewTicker(r.sig.Interval)
 	defer tick.Stop()
 	for ctx.Err() == nil {
@@ -80,16 +40,16 @@ func (r *signalRunner) run(ctx context.Context) {
 	}
 }
 
-// evaluate runs one evaluation with the signal's timeout, turns its verdict into the signal's state and hands
-// that to the owner, which applies it to the window.
-func (r *signalRunner) evaluate(ctx context.Context) {
+// evaluate runs one evaluation with the signal's timeout, turns its verdict into the signal's state and
+// reports it.
+func (r *runner) evaluate(ctx context.Context) {
 	qctx, cancel := context.WithTimeout(ctx, r.sig.Timeout)
 	start := time.Now()
 	verdict, err := r.eval(qctx)
 	elapsed := time.Since(start)
 	cancel()
 	if ctx.Err() != nil {
-		return // the owner is stopping: an evaluation cut short by Close says nothing about the signal
+		return // stopping: an evaluation cut short by Close says nothing about the signal
 	}
 	if r.duration != nil {
 		r.duration.Observe(elapsed.Seconds())
@@ -97,13 +57,13 @@ func (r *signalRunner) evaluate(ctx context.Context) {
 	now := time.Now()
 	state := r.tracker.Observe(now, verdict)
 	r.logChange(state, err)
-	r.owner.apply(r, now, state, err)
+	r.report(now, state, err)
 }
 
 // logChange logs what changed with this evaluation: each new error once rather than every interval, the moment
 // the fail mode takes over, and the recovery. An invalid query is logged at error level, since no retry can fix
 // it and it silently disables the signal.
-func (r *signalRunner) logChange(state State, err error) {
+func (r *runner) logChange(state State, err error) {
 	switch {
 	case state.Verdict == VerdictInvalid && err.Error() != r.lastInvalid:
 		what := "its function reports an invalid query"
@@ -125,23 +85,6 @@ func (r *signalRunner) logChange(state State, err error) {
 	r.wasStale = state.Stale
 }
 
-// record stores an applied evaluation for the status and the metrics. The caller holds owner.mu.
-func (r *signalRunner) record(now time.Time, state State, err error) {
-	r.state = state
-	r.evaluations++
-	r.byVerdict[state.Verdict]++
-	if err != nil {
-		r.errors++
-		r.errText = err.Error()
-	} else {
-		r.errText = ""
-		r.lastSuccess = now
-	}
-	if state.Firing {
-		r.backoffs++
-	}
-}
-
 func describe(s State) string {
 	switch {
 	case s.Invalid:
@@ -152,39 +95,4 @@ func describe(s State) string {
 		return fmt.Sprintf("stale, fail mode says firing=%t", s.Firing)
 	}
 	return ""
-}
-
-// status returns the signal's state. The caller holds owner.mu.
-func (r *signalRunner) status() SignalStatus {
-	kind := "promql"
-	if r.sig.Func != nil {
-		kind = "func"
-	}
-	st := SignalStatus{
-		Name:        r.sig.Name,
-		Kind:        kind,
-		Firing:      r.state.Firing,
-		Held:        r.state.Held,
-		Stale:       r.state.Stale,
-		Invalid:     r.state.Invalid,
-		Evaluations: r.evaluations,
-		Errors:      r.errors,
-		Backoffs:    r.backoffs,
-		LastError:   r.errText,
-	}
-	if r.evaluations > 0 {
-		st.Verdict = r.state.Verdict.String()
-	}
-	if !r.lastSuccess.IsZero() {
-		at := r.lastSuccess // a copy: the snapshot must not share the runner's memory
-		st.LastSuccess = &at
-	}
-	return st
-}
-
-// verdictCounts returns how many evaluations ended with each Verdict, indexed by Verdict.
-func (r *signalRunner) verdictCounts() [numVerdicts]uint64 {
-	r.owner.mu.Lock()
-	defer r.owner.mu.Unlock()
-	return r.byVerdict
 }

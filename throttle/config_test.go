@@ -1,0 +1,79 @@
+package throttle
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestNewPanicsOnBadConfig(t *testing.T) {
+	fn := func(context.Context) (bool, error) { return false, nil }
+	tests := []struct {
+		name string
+		cfg  Config
+		want string
+	}{
+		{"min < 1", Config{WindowMin: -1}, "Config.WindowMin"},
+		{"min > max", Config{WindowMin: 20, WindowMax: 10}, "Config.WindowMax must be >= Config.WindowMin"},
+		{"max too large", Config{WindowMax: MaxWindow + 1}, "Config.WindowMax must be <="},
+		{"empty query", Config{PrometheusURL: "http://127.0.0.1:9090", Queries: []string{"up", " "}}, "Config.Queries[1]"},
+		{"unparsable URL", Config{PrometheusURL: "http://[::1", Queries: []string{"up"}}, "Config.PrometheusURL"},
+		{"URL without scheme", Config{PrometheusURL: "127.0.0.1:9090", Queries: []string{"up"}}, "Config.PrometheusURL"},
+		{"queries without URL", Config{Queries: []string{"up"}}, "Config.PrometheusURL must be set"},
+		{"signal query without URL", Config{Signals: []Signal{{Query: "up"}}}, "Config.PrometheusURL must be set when Config.Signals[0].Query"},
+		{"signal with neither", Config{Signals: []Signal{{Func: fn}, {Name: "x"}}}, "Config.Signals[1].Query"},
+		{"signal with both", Config{PrometheusURL: "http://p:9090", Signals: []Signal{{Query: "up", Func: fn}}}, "Config.Signals[0] must set only one"},
+		{"duplicate names", Config{Signals: []Signal{{Name: "q", Func: fn}, {Name: "q", Func: fn}}}, "\"q\" is used twice"},
+		{"negative interval", Config{Interval: -time.Second}, "Config.Interval"},
+		{"negative timeout", Config{Timeout: -time.Second}, "Config.Timeout"},
+		{"negative staleness", Config{Staleness: -time.Second}, "Config.Staleness"},
+		{"signal interval", Config{Signals: []Signal{{Func: fn, Interval: -1}}}, "Config.Signals[0].Interval"},
+		{"fail mode", Config{FailMode: 7}, "Config.FailMode"},
+		{"status", Config{StatusCode: 42}, "Config.StatusCode"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				msg, _ := r.(string)
+				if r == nil || !strings.HasPrefix(msg, "throttle: ") || !strings.Contains(msg, tt.want) {
+					t.Fatalf("panic %v, want a message naming %q", r, tt.want)
+				}
+			}()
+			cfg := tt.cfg
+			cfg.DisableMetrics = true
+			New(cfg)
+		})
+	}
+}
+
+func TestConfigDefaults(t *testing.T) {
+	cfg := configDefault()
+	if cfg.WindowMin != 10 || cfg.WindowMax != 1000 || cfg.Interval != 15*time.Second || cfg.StatusCode != 503 {
+		t.Fatalf("defaults %+v", cfg)
+	}
+	if c := configDefault(Config{WindowMax: 4}); c.WindowMin != 4 {
+		t.Errorf("WindowMax 4 alone: WindowMin %d, want 4", c.WindowMin)
+	}
+	if c := configDefault(Config{WindowMin: 5000}); c.WindowMax != 5000 {
+		t.Errorf("WindowMin 5000 alone: WindowMax %d, want 5000", c.WindowMax)
+	}
+	sigs := signalsOf(configDefault(Config{
+		PrometheusURL: "http://p:9090",
+		Queries:       []string{"a > 1"},
+		Signals:       []Signal{{Query: "b > 1", Interval: 2 * time.Second}, {Name: "queue", Func: func(context.Context) (bool, error) { return false, nil }}},
+	}))
+	want := []struct {
+		name              string
+		interval, timeout time.Duration
+	}{{"query_0", 15 * time.Second, 5 * time.Second}, {"signal_0", 2 * time.Second, 2 * time.Second}, {"queue", 15 * time.Second, 5 * time.Second}}
+	for i, w := range want {
+		if sigs[i].Name != w.name || sigs[i].Interval != w.interval || sigs[i].Timeout != w.timeout {
+			t.Errorf("signal %d: %s every %v, timeout %v; want %s, %v, %v", i, sigs[i].Name, sigs[i].Interval, sigs[i].Timeout, w.name, w.interval, w.timeout)
+		}
+	}
+	if got := staleness(Config{}, sigs[1]); got != 8*time.Second {
+		t.Errorf("default staleness for a 2s signal: %v, want 8s", got)
+	}
+}

@@ -4,8 +4,10 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"net/http"
 	"net/url"
 	"time"
+	"unicode/utf8"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -21,7 +23,8 @@ const (
 	maxWindowIntervals = 1000
 )
 
-// Config defines the config for the rebalance middleware.
+// Config defines the config for the rebalance middleware. The middleware never rejects a request, so it has no
+// OnReject nor RetryAfter: a shed request is answered as usual and its connection closed after the response.
 type Config struct {
 	// Next defines a function to skip this middleware when it returns true. Skipped requests never carry a shed.
 	//
@@ -34,11 +37,6 @@ type Config struct {
 	//
 	// Optional. Default: nil
 	App *fiber.App
-
-	// Context ends the background loop when it is done: the way to stop the loop started by New.
-	//
-	// Optional. Default: context.Background()
-	Context context.Context
 
 	// PrometheusURL is the address of the Prometheus server that scrapes every node, e.g.
 	// "http://prometheus:9090". Either PrometheusURL or Cluster must be set.
@@ -69,7 +67,7 @@ type Config struct {
 
 	// Connections returns this node's open connections.
 	//
-	// Optional. Default: the open connections of App's server (or of the app serving the first request)
+	// Optional. Default: nil (the open connections of App's server, or of the app serving the first request)
 	Connections func() int
 
 	// Interval is how often the node compares itself with the cluster and refills its shed budget, between
@@ -118,10 +116,24 @@ type Config struct {
 	// Optional. Default: 5 * time.Second
 	Window time.Duration
 
-	// Registerer receives the fiberguard_rebalance_* metrics. A collector already registered (a second instance
-	// on the same registry) is logged and skipped.
+	// RoundTripper carries the Prometheus client's requests (authentication, TLS, a proxy). The caller owns it:
+	// Close leaves its idle connections alone. When nil, the Rebalancer uses a transport of its own with the
+	// Prometheus client's default settings, and Close closes its idle connections.
 	//
-	// Optional. Default: prometheus.DefaultRegisterer
+	// Optional. Default: nil (the Prometheus client's default transport)
+	RoundTripper http.RoundTripper
+
+	// Name identifies this instance: the `name` label of every metric and Status.Name. Instances registered on
+	// one Registerer need distinct names. The rebalance middleware rejects nothing, so it sets no
+	// Fiberguard-Rejected-By header.
+	//
+	// Optional. Default: "default"
+	Name string
+
+	// Registerer receives the fiberguard_rebalance_* metrics. A collector already registered (a second instance
+	// of the same Name on the same registry) is logged and skipped.
+	//
+	// Optional. Default: nil (prometheus.DefaultRegisterer)
 	Registerer prometheus.Registerer
 
 	// DisableMetrics registers no metrics. The default Query reads fiberguard_rebalance_open_connections, so
@@ -129,9 +141,15 @@ type Config struct {
 	//
 	// Optional. Default: false
 	DisableMetrics bool
+
+	// Context stops the background work when done, as Close does.
+	//
+	// Optional. Default: nil (runs until Close, or until App shuts down)
+	Context context.Context
 }
 
 // ConfigDefault is the default config. It has no source of the cluster average: set PrometheusURL or Cluster.
+// MaxAge, left zero, follows Interval (3 * Interval).
 var ConfigDefault = Config{
 	Next:           nil,
 	Query:          DefaultQuery,
@@ -142,11 +160,10 @@ var ConfigDefault = Config{
 	ShedRate:       0.005,
 	MinConnections: 50,
 	Window:         5 * time.Second,
-	Registerer:     prometheus.DefaultRegisterer,
-	Context:        context.Background(),
+	Name:           "default",
 }
 
-// configDefault fills the zero fields of the given config; validate then checks it.
+// configDefault fills the zero fields of the given config from ConfigDefault; validate then checks it.
 func configDefault(config ...Config) Config {
 	cfg := ConfigDefault
 	if len(config) > 0 {
@@ -177,16 +194,16 @@ func configDefault(config ...Config) Config {
 	if cfg.Window == 0 {
 		cfg.Window = ConfigDefault.Window
 	}
-	if cfg.Registerer == nil {
-		cfg.Registerer = ConfigDefault.Registerer
+	if cfg.Name == "" {
+		cfg.Name = ConfigDefault.Name
 	}
-	if cfg.Context == nil {
-		cfg.Context = ConfigDefault.Context
+	if cfg.Registerer == nil {
+		cfg.Registerer = prometheus.DefaultRegisterer
 	}
 	return cfg
 }
 
-// validate panics when a field of a filled config is out of range.
+// validate panics when a field of a filled config is out of range, naming the field.
 func (cfg Config) validate() {
 	if cfg.Cluster == nil {
 		if cfg.PrometheusURL == "" {
@@ -219,5 +236,9 @@ func (cfg Config) validate() {
 	if cfg.Window < 0 || cfg.Window/cfg.Interval > maxWindowIntervals {
 		panic(fmt.Sprintf("rebalance: Config.Window must lie in [0, %d * Config.Interval], got %v at an Interval of %v",
 			maxWindowIntervals, cfg.Window, cfg.Interval))
+	}
+	// A metric label value must be UTF-8: otherwise the collector fails to register.
+	if !utf8.ValidString(cfg.Name) {
+		panic(fmt.Sprintf("rebalance: Config.Name must be valid UTF-8, got %q", cfg.Name))
 	}
 }

@@ -14,7 +14,8 @@ func TestConfigDefault(t *testing.T) {
 	cfg := configDefault(Config{PrometheusURL: "http://127.0.0.1:9090"})
 	if cfg.Query != DefaultQuery || cfg.Interval != time.Second || cfg.Threshold != 0.2 || cfg.Target != 0 ||
 		cfg.ShedRate != 0.005 || cfg.MinConnections != 50 || cfg.MaxAge != 3*time.Second ||
-		cfg.Window != 5*time.Second || cfg.Registerer != prometheus.DefaultRegisterer || cfg.Context == nil {
+		cfg.Window != 5*time.Second || cfg.Name != "default" || cfg.Registerer != prometheus.DefaultRegisterer ||
+		cfg.Context != nil || cfg.RoundTripper != nil {
 		t.Fatalf("defaults not filled: %+v", cfg)
 	}
 	cfg = configDefault(Config{PrometheusURL: "http://p:9090", Interval: 2 * time.Second})
@@ -34,6 +35,24 @@ func TestConfigDefault(t *testing.T) {
 	}
 }
 
+// TestConfigDefaultHoldsValuesOnly: no registry, context, client or other live object in ConfigDefault, and a
+// config given without them keeps nil where configDefault does not resolve it.
+func TestConfigDefaultHoldsValuesOnly(t *testing.T) {
+	d := ConfigDefault
+	if d.Registerer != nil || d.Context != nil || d.RoundTripper != nil || d.Cluster != nil || d.App != nil ||
+		d.Connections != nil || d.Next != nil {
+		t.Fatalf("ConfigDefault holds a live object: %+v", d)
+	}
+	if d.Name != "default" {
+		t.Fatalf("ConfigDefault.Name = %q, want default", d.Name)
+	}
+	ctx := context.Background()
+	cfg := configDefault(Config{PrometheusURL: "http://p:9090", Name: "api", Context: ctx})
+	if cfg.Name != "api" || cfg.Context != ctx {
+		t.Fatalf("configDefault replaced a given field: Name %q, Context %v", cfg.Name, cfg.Context)
+	}
+}
+
 // TestConfigBoundsAccepted: the edges of every bounded field are valid.
 func TestConfigBoundsAccepted(t *testing.T) {
 	src := func(context.Context) (Cluster, error) { return Cluster{}, nil }
@@ -43,6 +62,7 @@ func TestConfigBoundsAccepted(t *testing.T) {
 		{Cluster: src, Interval: time.Second, Window: 1000 * time.Second},
 		{Cluster: src, Interval: time.Second, Window: time.Millisecond}, // below one interval: the current count alone
 		{Cluster: src, MinConnections: -1},                              // no floor
+		{Cluster: src, Name: "api-eu/1 ✓"},
 		{Cluster: src, ShedRate: 1, Threshold: 1e9, Target: 1e9},
 		{PrometheusURL: "http://p:9090", Query: "x", TimestampQuery: "timestamp(x)"},
 	} {
@@ -84,6 +104,7 @@ func TestConfigPanicsNamingTheField(t *testing.T) {
 		{"Config.Window", Config{Cluster: src, Window: -time.Second}},
 		{"Config.Window", Config{Cluster: src, Window: 1001 * time.Second}}, // over 1000 intervals of 1 s
 		{"Config.Window", Config{Cluster: src, Window: math.MaxInt64}},
+		{"Config.Name", Config{Cluster: src, Name: "api\xff"}}, // not a label value
 	}
 	for _, tt := range tests {
 		t.Run(tt.field, func(t *testing.T) {

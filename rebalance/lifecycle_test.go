@@ -4,6 +4,7 @@ import (
 	"context"
 	"net"
 	"net/http"
+	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -11,6 +12,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
 )
 
 func TestLoop(t *testing.T) {
@@ -108,5 +110,104 @@ func TestAppShutdownStopsTheLoop(t *testing.T) {
 	case <-r.done:
 	case <-time.After(10 * time.Second):
 		t.Fatal("loop still running 10 s after the app shut down")
+	}
+}
+
+// TestContextDoneCloses: a done Config.Context ends everything the Rebalancer owns, as Close does: the loop, the
+// default source's connections to Prometheus (no goroutine left), the metrics. The handler keeps answering.
+func TestContextDoneCloses(t *testing.T) {
+	now := time.Now()
+	srv, _ := fakePrometheus(t, map[string]answer{
+		DefaultQuery:          vectorAt(now, "40", "40", "40"),
+		DefaultTimestampQuery: vectorAt(now, seconds(now), seconds(now), seconds(now)),
+	})
+	before := goleak.IgnoreCurrent() // the fake Prometheus's own
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	r := NewRebalancer(Config{
+		PrometheusURL:  srv.URL,
+		Connections:    func() int { return 60 },
+		MinConnections: 10,
+		Registerer:     reg,
+		Context:        ctx,
+	})
+	app := newApp(r.Handler())
+	waitFor(t, func() bool { return r.Status().Decision == DecisionShedding })
+	if len(gather(t, reg, "default")) == 0 {
+		t.Fatal("no metrics registered")
+	}
+
+	cancel()
+	select {
+	case <-r.done:
+	case <-time.After(10 * time.Second):
+		t.Fatal("loop still running 10 s after Config.Context ended")
+	}
+	goleak.VerifyNone(t, before)
+	if got := gather(t, reg, "default"); len(got) != 0 {
+		t.Fatalf("metrics still registered after Config.Context ended: %v", got)
+	}
+	if got := countCloses(t, app, 5); got != 0 {
+		t.Fatalf("%d responses closed after Config.Context ended, want 0", got)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close after the context ended: %v", err)
+	}
+}
+
+// TestCloseConcurrentWithRequests: Close, called several times at once while requests are served, returns nil
+// each time; every request is answered, and those after Close pass through without a shed.
+func TestCloseConcurrentWithRequests(t *testing.T) {
+	r := NewRebalancer(testConfig(fixed(40, 3), 60))
+	app := newApp(r.Handler())
+	waitFor(t, func() bool { return r.Status().Decision == DecisionShedding })
+
+	stop := make(chan struct{})
+	var served sync.WaitGroup
+	errs := make(chan error, 4)
+	for range 4 {
+		served.Go(func() {
+			for {
+				select {
+				case <-stop:
+					return
+				default:
+				}
+				if _, err := request(app, false); err != nil {
+					errs <- err
+					return
+				}
+			}
+		})
+	}
+	var closers sync.WaitGroup
+	closed := make(chan error, 3)
+	for range 3 {
+		closers.Go(func() { closed <- r.Close() })
+	}
+	closers.Wait()
+	close(stop)
+	served.Wait()
+	close(errs)
+	close(closed)
+	for err := range errs {
+		t.Fatalf("request during Close: %v", err)
+	}
+	for err := range closed {
+		if err != nil {
+			t.Fatalf("Close = %v, want nil", err)
+		}
+	}
+	select {
+	case <-r.done:
+	default:
+		t.Fatal("loop still running after Close returned")
+	}
+	if got := countCloses(t, app, 5); got != 0 {
+		t.Fatalf("%d responses closed after Close, want 0", got)
+	}
+	if err := r.Close(); err != nil {
+		t.Fatalf("Close again = %v, want nil", err)
 	}
 }

@@ -12,9 +12,7 @@ import (
 // instance can register its own.
 func (r *Rebalancer) run(ctx context.Context) {
 	defer close(r.done)
-	if r.release != nil {
-		defer r.release()
-	}
+	defer r.release()
 	defer r.metrics.unregister()
 	defer r.budget.Store(0)
 	ticker := time.NewTicker(r.interval)
@@ -46,7 +44,7 @@ func (r *Rebalancer) tick(ctx context.Context) {
 		return
 	}
 	if r.lastErr != "" {
-		log.Infof("rebalance: source recovered after: %s", r.lastErr)
+		log.Infof("rebalance %q: source recovered after: %s", r.name, r.lastErr)
 		r.lastErr = ""
 	}
 	if reading.At.IsZero() {
@@ -72,7 +70,7 @@ func (r *Rebalancer) fail(err error, local, counted int, now time.Time) {
 	r.errs.Add(1)
 	msg := err.Error()
 	if msg != r.lastErr {
-		log.Warnf("rebalance: cluster average unavailable, not shedding: %s", msg)
+		log.Warnf("rebalance %q: cluster average unavailable, not shedding: %s", r.name, msg)
 	}
 	r.lastErr = msg
 	r.status.Store(&Status{Decision: DecisionSourceError, Connections: local, Counted: counted, LastError: msg, UpdatedAt: now})

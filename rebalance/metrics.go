@@ -1,6 +1,7 @@
 package rebalance
 
 import (
+	"fmt"
 	"math"
 
 	"github.com/fiberguard/fiberguard/rebalance/internal/metricsreg"
@@ -20,26 +21,28 @@ type metrics struct {
 	errors  *prometheus.Desc
 }
 
-// registerMetrics registers r's metrics on reg. A second instance on the same registry is logged and skipped,
-// never a panic; it then returns nil.
-func registerMetrics(reg prometheus.Registerer, r *Rebalancer) *metrics {
+// registerMetrics registers r's metrics on reg, labelled name. A second instance of the same name on the same
+// registry is logged and skipped, never a panic; it then returns nil.
+func registerMetrics(reg prometheus.Registerer, name string, r *Rebalancer) *metrics {
+	labels := prometheus.Labels{"name": name}
 	m := &metrics{
 		reg: reg,
 		r:   r,
 		open: prometheus.NewDesc("fiberguard_rebalance_open_connections",
-			"Open connections of this node's server: the series the default query averages over the cluster.", nil, nil),
+			"Open connections of this node's server: the series the default query averages over the cluster.", nil, labels),
 		average: prometheus.NewDesc("fiberguard_rebalance_cluster_average",
-			"Mean open connections per live node, as last read (NaN when unknown).", nil, nil),
+			"Mean open connections per live node, as last read (NaN when unknown).", nil, labels),
 		nodes: prometheus.NewDesc("fiberguard_rebalance_cluster_nodes",
-			"Live nodes in the last reading of the cluster.", nil, nil),
+			"Live nodes in the last reading of the cluster.", nil, labels),
 		balance: prometheus.NewDesc("fiberguard_rebalance_balance",
-			"(local - average) / average open connections at the last interval (NaN when unknown).", nil, nil),
+			"(local - average) / average open connections at the last interval (NaN when unknown).", nil, labels),
 		shed: prometheus.NewDesc("fiberguard_rebalance_shed_total",
-			"Keep-alive connections closed gracefully so that their clients reconnect elsewhere.", nil, nil),
+			"Keep-alive connections closed gracefully so that their clients reconnect elsewhere.", nil, labels),
 		errors: prometheus.NewDesc("fiberguard_rebalance_source_errors_total",
-			"Failed readings of the cluster average.", nil, nil),
+			"Failed readings of the cluster average.", nil, labels),
 	}
-	if !metricsreg.Register(reg, m, "rebalance", "this instance's metrics are not exported") {
+	if !metricsreg.Register(reg, m, fmt.Sprintf("rebalance %q", name),
+		"this instance's metrics are not exported; set Config.Name to tell instances apart") {
 		return nil
 	}
 	return m

@@ -69,16 +69,28 @@ func PromQL(api v1.API, query, timestampQuery string) ClusterSource {
 	}
 }
 
-// prometheusSource is the default source: PromQL over a client of Config.PrometheusURL. release closes the idle
-// connections of its transport.
+// prometheusSource is the default source: PromQL over a client of Config.PrometheusURL, through
+// Config.RoundTripper. release closes the idle connections of the transport the source owns (none when the
+// RoundTripper is the caller's).
 func prometheusSource(cfg Config) (src ClusterSource, release func()) {
-	// A transport of its own, so that closing the Rebalancer leaves no idle connection (and goroutine) behind.
-	transport := http.DefaultTransport.(*http.Transport).Clone()
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, RoundTripper: transport})
-	if err != nil {
-		panic("rebalance: Config.PrometheusURL: " + err.Error())
+	rt := cfg.RoundTripper
+	release = func() {}
+	if rt == nil {
+		// A copy of the client's default, so that closing the Rebalancer leaves no idle connection (and goroutine)
+		// behind; a default replaced by something else is the program's and stays shared.
+		rt = api.DefaultRoundTripper
+		if t, ok := rt.(*http.Transport); ok {
+			t = t.Clone()
+			rt, release = t, t.CloseIdleConnections
+		}
 	}
-	return PromQL(v1.NewAPI(client), cfg.Query, cfg.TimestampQuery), transport.CloseIdleConnections
+	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, RoundTripper: rt})
+	if err != nil {
+		// validate has parsed the URL, which is all NewClient checks; should that change, the error shows as a
+		// source error rather than a panic outside validate.
+		return func(context.Context) (Cluster, error) { return Cluster{}, fmt.Errorf("rebalance: %w", err) }, release
+	}
+	return PromQL(v1.NewAPI(client), cfg.Query, cfg.TimestampQuery), release
 }
 
 func notVector(value model.Value) error {

@@ -4,12 +4,15 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"math"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -229,5 +232,58 @@ func TestPrometheusAgeDecides(t *testing.T) {
 				t.Fatalf("status %+v, want no nodes and no average", st)
 			}
 		})
+	}
+}
+
+// countingRoundTripper counts the requests it carries.
+type countingRoundTripper struct {
+	next  http.RoundTripper
+	count atomic.Int64
+}
+
+func (c *countingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.count.Add(1)
+	return c.next.RoundTrip(req)
+}
+
+// TestRoundTripperCarriesThePrometheusQueries: the default source sends both queries through
+// Config.RoundTripper, and Close leaves the caller's transport and its idle connection alone.
+func TestRoundTripperCarriesThePrometheusQueries(t *testing.T) {
+	now := time.Now()
+	srv, queries := fakePrometheus(t, map[string]answer{
+		DefaultQuery:          vectorAt(now, "30", "40", "50"),
+		DefaultTimestampQuery: vectorAt(now, seconds(now), seconds(now), seconds(now)),
+	})
+	var dials atomic.Int64
+	tr := &http.Transport{DialContext: func(ctx context.Context, network, addr string) (net.Conn, error) {
+		dials.Add(1)
+		return (&net.Dialer{}).DialContext(ctx, network, addr)
+	}}
+	t.Cleanup(tr.CloseIdleConnections)
+	rt := &countingRoundTripper{next: tr}
+	r := newRebalancer(configDefault(Config{
+		PrometheusURL:  srv.URL,
+		RoundTripper:   rt,
+		Interval:       maxInterval, // one interval only before Close
+		Connections:    func() int { return 60 },
+		MinConnections: 10,
+		Registerer:     prometheus.NewRegistry(),
+	}))
+	r.start(context.Background())
+	waitFor(t, func() bool { return r.Status().Decision == DecisionShedding })
+	if err := r.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if got, sent := rt.count.Load(), len(queries()); got != 2 || sent != 2 {
+		t.Fatalf("the RoundTripper carried %d requests and Prometheus got %d, want the 2 queries of one interval", got, sent)
+	}
+	resp, err := (&http.Client{Transport: tr}).Get(srv.URL + "/")
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, _ = io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if got := dials.Load(); got != 1 {
+		t.Fatalf("%d dials, want 1: Close must not close the idle connection of the caller's transport", got)
 	}
 }

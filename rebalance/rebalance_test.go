@@ -3,6 +3,7 @@ package rebalance
 import (
 	"context"
 	"errors"
+	"fmt"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -33,6 +34,15 @@ func testConfig(src ClusterSource, local int) Config {
 // the connection.
 func handle(t testing.TB, app *fiber.App, connectionClose bool) bool {
 	t.Helper()
+	closed, err := request(app, connectionClose)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return closed
+}
+
+// request is handle for goroutines other than the test's: it returns what handle fails on.
+func request(app *fiber.App, connectionClose bool) (closed bool, err error) {
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetRequestURI("/")
 	ctx.Request.Header.SetMethod(fiber.MethodGet)
@@ -41,9 +51,9 @@ func handle(t testing.TB, app *fiber.App, connectionClose bool) bool {
 	}
 	app.Handler()(&ctx)
 	if ctx.Response.StatusCode() != fiber.StatusOK || string(ctx.Response.Body()) != "ok" {
-		t.Fatalf("response %d %q, want 200 ok", ctx.Response.StatusCode(), ctx.Response.Body())
+		return false, fmt.Errorf("response %d %q, want 200 ok", ctx.Response.StatusCode(), ctx.Response.Body())
 	}
-	return ctx.Response.ConnectionClose()
+	return ctx.Response.ConnectionClose(), nil
 }
 
 func newApp(h fiber.Handler) *fiber.App {

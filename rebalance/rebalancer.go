@@ -13,6 +13,7 @@ import (
 // Rebalancer owns the background loop that compares this node with the cluster, and the handler that spends the
 // shed budget. Create it with NewRebalancer, mount Handler, and call Close to stop the loop.
 type Rebalancer struct {
+	name        string
 	next        func(c *fiber.Ctx) bool
 	connections func() int
 	source      ClusterSource
@@ -31,7 +32,7 @@ type Rebalancer struct {
 	shedding bool
 	lastErr  string
 
-	release   func() // frees what the default source holds
+	release   func() // closes the idle connections of the default source's own transport
 	cancel    context.CancelFunc
 	done      chan struct{}
 	closeOnce sync.Once
@@ -40,6 +41,7 @@ type Rebalancer struct {
 // newRebalancer builds a Rebalancer from a filled, valid config without starting its loop.
 func newRebalancer(cfg Config) *Rebalancer {
 	r := &Rebalancer{
+		name:        cfg.Name,
 		next:        cfg.Next,
 		connections: cfg.Connections,
 		source:      cfg.Cluster,
@@ -52,6 +54,7 @@ func newRebalancer(cfg Config) *Rebalancer {
 		},
 		interval: cfg.Interval,
 		recent:   newWindow(int(cfg.Window/cfg.Interval) + 1),
+		release:  func() {},
 		done:     make(chan struct{}),
 	}
 	if r.source == nil {
@@ -62,13 +65,16 @@ func newRebalancer(cfg Config) *Rebalancer {
 	}
 	r.status.Store(&Status{Decision: DecisionStarting, UpdatedAt: time.Now()})
 	if !cfg.DisableMetrics {
-		r.metrics = registerMetrics(cfg.Registerer, r)
+		r.metrics = registerMetrics(cfg.Registerer, cfg.Name, r)
 	}
 	return r
 }
 
-// start runs the loop until parent is done or Close is called.
+// start runs the loop until parent (when not nil) is done or Close is called.
 func (r *Rebalancer) start(parent context.Context) {
+	if parent == nil {
+		parent = context.Background()
+	}
 	ctx, cancel := context.WithCancel(parent)
 	r.cancel = cancel
 	go r.run(ctx)

@@ -76,7 +76,7 @@ func TestHungSourceTimesOutAfterOneInterval(t *testing.T) {
 		time.Sleep(1500 * time.Millisecond)
 		synctest.Wait()
 		st := r.Status()
-		if st.Decision != DecisionSourceError || st.SourceErrors != 1 || !st.UpdatedAt.Equal(start.Add(time.Second)) {
+		if st.Decision != DecisionSourceError || st.SourceErrors != 1 || st.UpdatedAt == nil || !st.UpdatedAt.Equal(start.Add(time.Second)) {
 			t.Fatalf("status %+v, want one source error at 1 s", st)
 		}
 	})

@@ -55,7 +55,7 @@ func (r *Rebalancer) tick(ctx context.Context) {
 	r.shedding = d.decision == DecisionShedding
 	r.budget.Store(int64(d.budget))
 
-	s := &Status{Decision: d.decision, Connections: local, Counted: counted, Nodes: reading.Nodes, Budget: d.budget, UpdatedAt: now}
+	s := &Status{Decision: d.decision, Connections: local, Counted: counted, Nodes: reading.Nodes, Budget: d.budget, UpdatedAt: &now}
 	if !math.IsNaN(d.balance) {
 		s.Average, s.Balance, s.known = reading.Average, d.balance, true
 	}
@@ -73,5 +73,5 @@ func (r *Rebalancer) fail(err error, local, counted int, now time.Time) {
 		log.Warnf("rebalance %q: cluster average unavailable, not shedding: %s", r.name, msg)
 	}
 	r.lastErr = msg
-	r.status.Store(&Status{Decision: DecisionSourceError, Connections: local, Counted: counted, LastError: msg, UpdatedAt: now})
+	r.status.Store(&Status{Decision: DecisionSourceError, Connections: local, Counted: counted, LastError: msg, UpdatedAt: &now})
 }

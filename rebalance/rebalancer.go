@@ -63,7 +63,7 @@ func newRebalancer(cfg Config) *Rebalancer {
 	if cfg.App != nil {
 		r.server.Store(cfg.App.Server())
 	}
-	r.status.Store(&Status{Decision: DecisionStarting, UpdatedAt: time.Now()})
+	r.status.Store(&Status{Decision: DecisionStarting})
 	if !cfg.DisableMetrics {
 		r.metrics = registerMetrics(cfg.Registerer, cfg.Name, r)
 	}

@@ -2,9 +2,15 @@ package rebalance
 
 import "time"
 
-// Status is a node's view of the cluster after its last interval.
+// Status is a node's view of the cluster after its last interval. It is ready for JSON (a status page); it has no
+// rejection count because the middleware rejects nothing: a shed request is answered, and only its connection
+// closes after it.
 type Status struct {
-	// Decision is what the node decided and why.
+	// Name is Config.Name.
+	Name string `json:"name"`
+	// UpdatedAt is when the last interval ended; nil (null) before the first has.
+	UpdatedAt *time.Time `json:"updated_at"`
+	// Decision is what the node decided in the last interval, and why.
 	Decision Decision `json:"decision"`
 	// Connections is the node's open connections at the last interval.
 	Connections int `json:"connections"`
@@ -18,21 +24,24 @@ type Status struct {
 	Balance float64 `json:"balance"`
 	// Budget is the number of connections granted for shedding in the last interval.
 	Budget int `json:"budget"`
-	// Shed is the number of connections closed since the start.
-	Shed uint64 `json:"shed_total"`
-	// SourceErrors is the number of failed readings since the start.
-	SourceErrors uint64 `json:"source_errors_total"`
+	// Shed is the number of connections closed since New.
+	Shed uint64 `json:"shed"`
+	// SourceErrors is the number of failed readings of the cluster since New.
+	SourceErrors uint64 `json:"source_errors"`
 	// LastError is the latest source error, kept until a reading succeeds.
 	LastError string `json:"last_error,omitempty"`
-	// UpdatedAt is when the last interval ended.
-	UpdatedAt time.Time `json:"updated_at"`
 
 	known bool // Average and Balance hold a usable reading
 }
 
-// Status returns the node's state after its last interval.
+// Status returns the node's view after its last interval: a fresh value, safe to call concurrently.
 func (r *Rebalancer) Status() Status {
 	s := *r.status.Load()
+	s.Name = r.name
+	if s.UpdatedAt != nil {
+		at := *s.UpdatedAt
+		s.UpdatedAt = &at // the caller's to change
+	}
 	s.Shed = r.shed.Load()
 	s.SourceErrors = r.errs.Load()
 	return s

@@ -41,7 +41,7 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 		th := throttle.NewThrottler(throttle.Config{
 			Name: name, DisableMetrics: true,
 			PrometheusURL: prom.URL(),
-			Signals:       []throttle.Signal{{Name: "backend_busy", Query: query}},
+			Triggers:      []throttle.Trigger{{Name: "backend_busy", Query: query}},
 			Interval:      interval, Timeout: interval, Staleness: staleness, FailMode: mode,
 			WindowMin: windowMin, WindowMax: windowMax,
 		})
@@ -62,11 +62,11 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 	// The windows can reach the maximum before the first evaluation returns on a busy machine (no verdict yet
 	// counts as not firing), so wait for the verdicts as well.
 	waitUntil("windows grow to the maximum while nothing fires, `busy > 0.5` reading no_data and `busy > bool 0.5` false", func() bool {
-		return closed.Window() == windowMax && open.Window() == windowMax &&
-			throttleSignal(closed).Verdict == "no_data" && throttleSignal(open).Verdict == "false"
+		return closed.Status().Window == windowMax && open.Status().Window == windowMax &&
+			throttleTrigger(closed).Verdict == "no_data" && throttleTrigger(open).Verdict == "false"
 	})
-	if throttleSignal(closed).Firing || throttleSignal(open).Firing {
-		t.Fatalf("a signal fires with busy=0: %+v / %+v", throttleSignal(closed), throttleSignal(open))
+	if throttleTrigger(closed).Firing || throttleTrigger(open).Firing {
+		t.Fatalf("a trigger fires with busy=0: %+v / %+v", throttleTrigger(closed), throttleTrigger(open))
 	}
 
 	// Phase 2: firing. Each evaluation halves the window once; growth is held in between.
@@ -74,11 +74,11 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 	ths := []*throttle.Throttler{closed, open}
 	prev := []int{windowMax, windowMax}
 	halvings := []int{0, 0}
-	baseBackoffs := []uint64{throttleSignal(closed).Backoffs, throttleSignal(open).Backoffs}
+	baseBackoffs := []uint64{throttleTrigger(closed).Backoffs, throttleTrigger(open).Backoffs}
 	waitUntil("windows halve to the minimum while the query fires", func() bool {
 		done := true
 		for i, th := range ths {
-			w := th.Window()
+			w := th.Status().Window
 			// Usually one halving between two looks; two evaluations can run back to back when one was slow.
 			k := 0
 			for x := prev[i]; x > w && x > windowMin; x = max(x/2, windowMin) {
@@ -93,40 +93,40 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 		return done
 	})
 	for i, th := range ths {
-		s := throttleSignal(th)
+		s := throttleTrigger(th)
 		// 64 -> 2 is 5 halvings, and no evaluation halved more than once: at least 5 firing evaluations.
 		if halvings[i] != 5 || s.Backoffs-baseBackoffs[i] < 5 || !s.Firing || s.Verdict != "firing" {
-			t.Fatalf("throttle %d: %d halvings, %d backoffs, signal %+v", i, halvings[i], s.Backoffs-baseBackoffs[i], s)
+			t.Fatalf("throttle %d: %d halvings, %d backoffs, trigger %+v", i, halvings[i], s.Backoffs-baseBackoffs[i], s)
 		}
 	}
 
 	// Phase 3: cleared. The windows grow again.
 	busy.Set(0)
 	waitUntil("windows grow once the query stops firing", func() bool {
-		return closed.Window() >= 16 && open.Window() >= 16 && !throttleSignal(closed).Firing && !throttleSignal(open).Firing
+		return closed.Status().Window >= 16 && open.Status().Window >= 16 && !throttleTrigger(closed).Firing && !throttleTrigger(open).Firing
 	})
 
 	// Phase 4: Prometheus goes away. The last value (not firing) is kept for the staleness period, then the
 	// fail mode decides.
-	waitUntil("windows back at the maximum", func() bool { return closed.Window() == windowMax && open.Window() == windowMax })
-	lastOK := *throttleSignal(closed).LastSuccess
+	waitUntil("windows back at the maximum", func() bool { return closed.Status().Window == windowMax && open.Status().Window == windowMax })
+	lastOK := *throttleTrigger(closed).LastSuccess
 	prom.Stop()
 	stopped := time.Now()
-	waitUntil("a failed evaluation", func() bool { return throttleSignal(closed).Errors > 0 && throttleSignal(open).Errors > 0 })
-	if s := throttleSignal(closed); time.Since(lastOK) < staleness-interval && (!s.Held || s.Stale || s.Firing) {
-		t.Fatalf("fail-closed signal right after Prometheus stopped: %+v, want the last value (not firing) held", s)
+	waitUntil("a failed evaluation", func() bool { return throttleTrigger(closed).Errors > 0 && throttleTrigger(open).Errors > 0 })
+	if s := throttleTrigger(closed); time.Since(lastOK) < staleness-interval && (!s.Held || s.Stale || s.Firing) {
+		t.Fatalf("fail-closed trigger right after Prometheus stopped: %+v, want the last value (not firing) held", s)
 	}
-	waitUntil("fail-closed throttle backs off once the signal is stale", func() bool {
-		return throttleSignal(closed).Stale && throttleSignal(closed).Firing && closed.Window() == windowMin
+	waitUntil("fail-closed throttle backs off once the trigger is stale", func() bool {
+		return throttleTrigger(closed).Stale && throttleTrigger(closed).Firing && closed.Status().Window == windowMin
 	})
 	if took := time.Since(stopped); took < staleness-3*interval {
 		t.Fatalf("fail mode took over %v after Prometheus stopped, before the %v staleness period", took, staleness)
 	}
-	if s := throttleSignal(closed); s.LastSuccess.Sub(lastOK) > 2*interval+time.Second {
+	if s := throttleTrigger(closed); s.LastSuccess.Sub(lastOK) > 2*interval+time.Second {
 		t.Fatalf("a success recorded after Prometheus stopped: last success %v, before the stop %v", s.LastSuccess, lastOK)
 	}
-	waitUntil("fail-open signal goes stale", func() bool { return throttleSignal(open).Stale })
-	if s := open.Snapshot(); s.Signals[0].Firing || s.Window != windowMax {
+	waitUntil("fail-open trigger goes stale", func() bool { return throttleTrigger(open).Stale })
+	if s := open.Status(); s.Triggers[0].Firing || s.Window != windowMax {
 		t.Fatalf("fail-open throttle with Prometheus down: %+v, want not firing and the window kept at %d", s, windowMax)
 	}
 }
@@ -134,8 +134,8 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 // TestThrottleInvalidQueryWithRealPrometheus runs, under fail-closed and in front of saturated handlers, queries
 // that a real Prometheus 2.42 rejects or cannot evaluate:
 //   - a syntax error (`busy >`) and a scalar comparison without bool (`1 > 0.5`), which Prometheus answers with
-//     400 bad_data, and a range vector (`busy[1m]`): the signal is invalid and never fires, so the window grows
-//     to its maximum and stays there past the staleness period; the snapshot, its JSON and the metrics say so;
+//     400 bad_data, and a range vector (`busy[1m]`): the trigger is invalid and never fires, so the window grows
+//     to its maximum and stays there past the staleness period; the status, its JSON and the metrics say so;
 //   - a many-to-many match, which Prometheus answers with 422 execution: an error that depends on the data
 //     (with no series it would return nothing), so it is transient and fail-closed holds the window at its
 //     minimum.
@@ -154,7 +154,7 @@ func TestThrottleInvalidQueryWithRealPrometheus(t *testing.T) {
 		th := throttle.NewThrottler(throttle.Config{
 			Name: name, Registerer: reg,
 			PrometheusURL: prom.URL(),
-			Signals:       []throttle.Signal{{Name: "backend_busy", Query: query}},
+			Triggers:      []throttle.Trigger{{Name: "backend_busy", Query: query}},
 			Interval:      interval, Timeout: 5 * time.Second, Staleness: staleness, FailMode: throttle.FailClosed,
 			WindowMin: windowMin, WindowMax: windowMax,
 		})
@@ -171,58 +171,58 @@ func TestThrottleInvalidQueryWithRealPrometheus(t *testing.T) {
 
 	waitThrottles(t, phaseTimeout, "invalid queries: windows at the maximum; 422: stale and fail-closed", func() bool {
 		for _, th := range invalid {
-			s := throttleSignal(th)
-			if th.Window() != windowMax || !s.Invalid || s.Verdict != "invalid" {
+			s := throttleTrigger(th)
+			if th.Status().Window != windowMax || !s.Invalid || s.Verdict != "invalid" {
 				return false
 			}
 		}
-		s := throttleSignal(execution)
+		s := throttleTrigger(execution)
 		return s.Stale && s.Firing && s.Verdict == "error"
 	}, all...)
 
 	// Well past the staleness period, with evaluations going on, nothing changes.
 	before := make([]uint64, len(invalid))
 	for i, th := range invalid {
-		before[i] = throttleSignal(th).Evaluations
+		before[i] = throttleTrigger(th).Evaluations
 	}
 	time.Sleep(staleness + 3*interval)
 	for i, th := range invalid {
-		s := th.Snapshot()
-		if g := s.Signals[0]; g.Evaluations < before[i]+2 || !g.Invalid || g.Firing || g.Backoffs != 0 || s.GrowthHeld || s.Window != windowMax {
-			t.Fatalf("invalid query %q past staleness: %+v, want evaluated, invalid, never firing, window %d", th.Snapshot().Signals[0].Name, s, windowMax)
+		s := th.Status()
+		if g := s.Triggers[0]; g.Evaluations < before[i]+2 || !g.Invalid || g.Firing || g.Backoffs != 0 || s.GrowthHeld || s.Window != windowMax {
+			t.Fatalf("invalid query %q past staleness: %+v, want evaluated, invalid, never firing, window %d", th.Status().Triggers[0].Name, s, windowMax)
 		}
-		if g := s.Signals[0]; !strings.Contains(g.LastError, "bad_data") && !strings.Contains(g.LastError, "matrix") {
+		if g := s.Triggers[0]; !strings.Contains(g.LastError, "bad_data") && !strings.Contains(g.LastError, "matrix") {
 			t.Fatalf("invalid query's last error %q names neither bad_data nor the range vector", g.LastError)
 		}
 	}
-	if s := execution.Snapshot(); s.Window != windowMin || s.Signals[0].Invalid || !strings.Contains(s.Signals[0].LastError, "execution") {
+	if s := execution.Status(); s.Window != windowMin || s.Triggers[0].Invalid || !strings.Contains(s.Triggers[0].LastError, "execution") {
 		t.Fatalf("422 execution error under fail-closed: %+v, want the window at %d and a transient error", s, windowMin)
 	}
 
-	// The status page view: the signal reads invalid, and it has never succeeded.
-	b, err := json.Marshal(typo.Snapshot())
+	// The status page view: the trigger reads invalid, and it has never succeeded.
+	b, err := json.Marshal(typo.Status())
 	if err != nil {
 		t.Fatal(err)
 	}
 	for _, want := range []string{`"verdict":"invalid"`, `"invalid":true`, `"firing":false`, `"growth_held":false`, `"last_success":null`, `parse error`} {
 		if !strings.Contains(string(b), want) {
-			t.Errorf("snapshot JSON of the invalid query lacks %s: %s", want, b)
+			t.Errorf("status JSON of the invalid query lacks %s: %s", want, b)
 		}
 	}
 
-	// The metrics: alert on fiberguard_throttle_signal_invalid.
+	// The metrics: alert on fiberguard_throttle_trigger_invalid.
 	mfs, err := reg.Gather()
 	if err != nil {
 		t.Fatal(err)
 	}
 	gauge := map[string]float64{}
 	for _, mf := range mfs {
-		if mf.GetName() != "fiberguard_throttle_signal_invalid" {
+		if mf.GetName() != "fiberguard_throttle_trigger_invalid" {
 			continue
 		}
 		for _, m := range mf.GetMetric() {
 			for _, l := range m.GetLabel() {
-				if l.GetName() == "throttle" {
+				if l.GetName() == "name" {
 					gauge[l.GetValue()] = m.GetGauge().GetValue()
 				}
 			}
@@ -230,7 +230,7 @@ func TestThrottleInvalidQueryWithRealPrometheus(t *testing.T) {
 	}
 	for name, want := range map[string]float64{"typo": 1, "scalar": 1, "range": 1, "execution": 0} {
 		if got, ok := gauge[name]; !ok || got != want {
-			t.Errorf("fiberguard_throttle_signal_invalid{throttle=%q} = %v (present %t), want %v", name, got, ok, want)
+			t.Errorf("fiberguard_throttle_trigger_invalid{name=%q} = %v (present %t), want %v", name, got, ok, want)
 		}
 	}
 }
@@ -284,7 +284,7 @@ func saturateThrottles(t *testing.T, workers int, ths ...*throttle.Throttler) {
 	}
 }
 
-// waitThrottles polls cond until it holds, failing t with the throttles' snapshots after timeout.
+// waitThrottles polls cond until it holds, failing t with the throttles' statuses after timeout.
 func waitThrottles(t *testing.T, timeout time.Duration, what string, cond func() bool, ths ...*throttle.Throttler) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
@@ -292,7 +292,7 @@ func waitThrottles(t *testing.T, timeout time.Duration, what string, cond func()
 		if time.Now().After(deadline) {
 			var b strings.Builder
 			for _, th := range ths {
-				fmt.Fprintf(&b, "\n%+v", th.Snapshot())
+				fmt.Fprintf(&b, "\n%+v", th.Status())
 			}
 			t.Fatalf("%s: not reached within %v%s", what, timeout, b.String())
 		}
@@ -300,4 +300,4 @@ func waitThrottles(t *testing.T, timeout time.Duration, what string, cond func()
 	}
 }
 
-func throttleSignal(th *throttle.Throttler) throttle.SignalStatus { return th.Snapshot().Signals[0] }
+func throttleTrigger(th *throttle.Throttler) throttle.TriggerStatus { return th.Status().Triggers[0] }

@@ -21,24 +21,24 @@ type Config struct {
 	Next func(c *fiber.Ctx) bool
 
 	// PrometheusURL is the base address of the Prometheus HTTP API that Queries are evaluated against, for
-	// example "http://prometheus:9090". Required when a PromQL signal is configured.
+	// example "http://prometheus:9090". Required when a PromQL trigger is configured.
 	//
 	// Optional. Default: ""
 	PrometheusURL string
 
-	// Queries are PromQL backpressure signals, each evaluated by its own goroutine every Interval. A query fires
+	// Queries are PromQL backpressure triggers, each evaluated by its own goroutine every Interval. A query fires
 	// when it returns at least one non-zero sample or a non-zero scalar, so both `x > 0.5` and `x > bool 0.5`
-	// work. Their metric label is "query_<index>"; use Signals to name them.
+	// work. Their metric label is "query_<index>"; use Triggers to name them.
 	//
 	// Optional. Default: nil
 	Queries []string
 
-	// Signals are named signals: PromQL queries or in-process Go functions, each with optional cadence.
+	// Triggers are named triggers: PromQL queries or in-process Go functions, each with optional cadence.
 	//
 	// Optional. Default: nil
-	Signals []Signal
+	Triggers []Trigger
 
-	// Interval is how often each signal is evaluated; the first evaluation happens when the throttle starts.
+	// Interval is how often each trigger is evaluated; the first evaluation happens when the throttle starts.
 	// The default matches the most common Prometheus scrape interval: evaluating faster only re-reads the same
 	// samples, and since every firing evaluation halves the window, it would halve several times for one
 	// observation of the backend.
@@ -47,18 +47,18 @@ type Config struct {
 	Interval time.Duration
 
 	// Timeout bounds each evaluation (through its context). An evaluation still running at the next tick
-	// delays that tick: a signal never has two evaluations in flight.
+	// delays that tick: a trigger never has two evaluations in flight.
 	//
-	// Optional. Default: 5s, or the signal's Interval if shorter
+	// Optional. Default: 5s, or the trigger's Interval if shorter
 	Timeout time.Duration
 
-	// Staleness is how long a signal whose evaluations fail keeps its last successful value before FailMode
+	// Staleness is how long a trigger whose evaluations fail keeps its last successful value before FailMode
 	// decides it.
 	//
-	// Optional. Default: 4 × the signal's Interval (1 minute at the default Interval)
+	// Optional. Default: 4 × the trigger's Interval (1 minute at the default Interval)
 	Staleness time.Duration
 
-	// FailMode is the state of a signal that has been failing for Staleness: FailOpen (not firing) or
+	// FailMode is the state of a trigger that has been failing for Staleness: FailOpen (not firing) or
 	// FailClosed (firing, so the window backs off towards WindowMin). It decides errors that may pass only: a
 	// query Prometheus rejects as invalid (bad_data) fires in neither mode; it is reported as invalid instead.
 	//
@@ -111,7 +111,7 @@ type Config struct {
 	// Optional. Default: "default"
 	Name string
 
-	// Context bounds the signal goroutines of the handler returned by New: cancel it to stop them.
+	// Context bounds the trigger goroutines of the handler returned by New: cancel it to stop them.
 	// (NewThrottler's Close stops them too.)
 	//
 	// Optional. Default: context.Background(), the goroutines run for the life of the process
@@ -199,8 +199,8 @@ func validate(cfg Config) {
 			panic(fmt.Sprintf("throttle: Config.Queries[%d] must not be empty", i))
 		}
 	}
-	for i, s := range cfg.Signals {
-		if p := s.problem("Config.Signals["+strconv.Itoa(i)+"]", cfg.PrometheusURL != ""); p != "" {
+	for i, s := range cfg.Triggers {
+		if p := s.problem("Config.Triggers["+strconv.Itoa(i)+"]", cfg.PrometheusURL != ""); p != "" {
 			panic("throttle: " + p)
 		}
 	}
@@ -208,9 +208,9 @@ func validate(cfg Config) {
 		panic("throttle: Config.PrometheusURL must be set when Config.Queries are given")
 	}
 	seen := map[string]bool{}
-	for _, s := range signalsOf(cfg) {
+	for _, s := range triggersOf(cfg) {
 		if seen[s.Name] {
-			panic(fmt.Sprintf("throttle: signal names must be unique, %q is used twice (Config.Signals[].Name)", s.Name))
+			panic(fmt.Sprintf("throttle: trigger names must be unique, %q is used twice (Config.Triggers[].Name)", s.Name))
 		}
 		seen[s.Name] = true
 	}

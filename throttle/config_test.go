@@ -21,14 +21,14 @@ func TestNewPanicsOnBadConfig(t *testing.T) {
 		{"unparsable URL", Config{PrometheusURL: "http://[::1", Queries: []string{"up"}}, "Config.PrometheusURL"},
 		{"URL without scheme", Config{PrometheusURL: "127.0.0.1:9090", Queries: []string{"up"}}, "Config.PrometheusURL"},
 		{"queries without URL", Config{Queries: []string{"up"}}, "Config.PrometheusURL must be set"},
-		{"signal query without URL", Config{Signals: []Signal{{Query: "up"}}}, "Config.PrometheusURL must be set when Config.Signals[0].Query"},
-		{"signal with neither", Config{Signals: []Signal{{Func: fn}, {Name: "x"}}}, "Config.Signals[1].Query"},
-		{"signal with both", Config{PrometheusURL: "http://p:9090", Signals: []Signal{{Query: "up", Func: fn}}}, "Config.Signals[0] must set only one"},
-		{"duplicate names", Config{Signals: []Signal{{Name: "q", Func: fn}, {Name: "q", Func: fn}}}, "\"q\" is used twice"},
+		{"trigger query without URL", Config{Triggers: []Trigger{{Query: "up"}}}, "Config.PrometheusURL must be set when Config.Triggers[0].Query"},
+		{"trigger with neither", Config{Triggers: []Trigger{{Func: fn}, {Name: "x"}}}, "Config.Triggers[1].Query"},
+		{"trigger with both", Config{PrometheusURL: "http://p:9090", Triggers: []Trigger{{Query: "up", Func: fn}}}, "Config.Triggers[0] must set only one"},
+		{"duplicate names", Config{Triggers: []Trigger{{Name: "q", Func: fn}, {Name: "q", Func: fn}}}, "\"q\" is used twice"},
 		{"negative interval", Config{Interval: -time.Second}, "Config.Interval"},
 		{"negative timeout", Config{Timeout: -time.Second}, "Config.Timeout"},
 		{"negative staleness", Config{Staleness: -time.Second}, "Config.Staleness"},
-		{"signal interval", Config{Signals: []Signal{{Func: fn, Interval: -1}}}, "Config.Signals[0].Interval"},
+		{"trigger interval", Config{Triggers: []Trigger{{Func: fn, Interval: -1}}}, "Config.Triggers[0].Interval"},
 		{"fail mode", Config{FailMode: 7}, "Config.FailMode"},
 		{"status", Config{StatusCode: 42}, "Config.StatusCode"},
 	}
@@ -59,21 +59,21 @@ func TestConfigDefaults(t *testing.T) {
 	if c := configDefault(Config{WindowMin: 5000}); c.WindowMax != 5000 {
 		t.Errorf("WindowMin 5000 alone: WindowMax %d, want 5000", c.WindowMax)
 	}
-	sigs := signalsOf(configDefault(Config{
+	sigs := triggersOf(configDefault(Config{
 		PrometheusURL: "http://p:9090",
 		Queries:       []string{"a > 1"},
-		Signals:       []Signal{{Query: "b > 1", Interval: 2 * time.Second}, {Name: "queue", Func: func(context.Context) (bool, error) { return false, nil }}},
+		Triggers:      []Trigger{{Query: "b > 1", Interval: 2 * time.Second}, {Name: "queue", Func: func(context.Context) (bool, error) { return false, nil }}},
 	}))
 	want := []struct {
 		name              string
 		interval, timeout time.Duration
-	}{{"query_0", 15 * time.Second, 5 * time.Second}, {"signal_0", 2 * time.Second, 2 * time.Second}, {"queue", 15 * time.Second, 5 * time.Second}}
+	}{{"query_0", 15 * time.Second, 5 * time.Second}, {"trigger_0", 2 * time.Second, 2 * time.Second}, {"queue", 15 * time.Second, 5 * time.Second}}
 	for i, w := range want {
 		if sigs[i].Name != w.name || sigs[i].Interval != w.interval || sigs[i].Timeout != w.timeout {
-			t.Errorf("signal %d: %s every %v, timeout %v; want %s, %v, %v", i, sigs[i].Name, sigs[i].Interval, sigs[i].Timeout, w.name, w.interval, w.timeout)
+			t.Errorf("trigger %d: %s every %v, timeout %v; want %s, %v, %v", i, sigs[i].Name, sigs[i].Interval, sigs[i].Timeout, w.name, w.interval, w.timeout)
 		}
 	}
 	if got := staleness(Config{}, sigs[1]); got != 8*time.Second {
-		t.Errorf("default staleness for a 2s signal: %v, want 8s", got)
+		t.Errorf("default staleness for a 2s trigger: %v, want 8s", got)
 	}
 }

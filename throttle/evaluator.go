@@ -8,11 +8,11 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
-// evaluator evaluates a signal once within ctx.
+// evaluator evaluates a trigger once within ctx.
 type evaluator func(ctx context.Context) (Verdict, error)
 
 // evaluatorOf returns the evaluator of s: its Func, or its Query against prom.
-func evaluatorOf(s Signal, prom promv1.API) evaluator {
+func evaluatorOf(s Trigger, prom promv1.API) evaluator {
 	if s.Func != nil {
 		return funcEvaluator(s.Func)
 	}
@@ -27,12 +27,12 @@ func queryEvaluator(prom promv1.API, query string) evaluator {
 	}
 }
 
-// funcEvaluator evaluates an in-process signal; a panic in it counts as a failed evaluation.
+// funcEvaluator evaluates an in-process trigger; a panic in it counts as a failed evaluation.
 func funcEvaluator(f func(context.Context) (bool, error)) evaluator {
 	return func(ctx context.Context) (v Verdict, err error) {
 		defer func() {
 			if p := recover(); p != nil {
-				v, err = VerdictError, fmt.Errorf("throttle: signal function panicked: %v", p)
+				v, err = VerdictError, fmt.Errorf("throttle: trigger function panicked: %v", p)
 			}
 		}()
 		firing, err := f(ctx)

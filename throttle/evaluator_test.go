@@ -118,9 +118,9 @@ func TestQueryEvaluatorOverHTTP(t *testing.T) {
 	}
 }
 
-// TestPrometheusSignalSteersTheWindow drives a whole Throttler from an HTTP Prometheus API on the real clock:
+// TestPrometheusTriggerSteersTheWindow drives a whole Throttler from an HTTP Prometheus API on the real clock:
 // firing halves the window, an empty vector lets it grow, and a 5xx within staleness keeps the last value.
-func TestPrometheusSignalSteersTheWindow(t *testing.T) {
+func TestPrometheusTriggerSteersTheWindow(t *testing.T) {
 	var status atomic.Int32
 	var body atomic.Value
 	status.Store(200)
@@ -130,36 +130,36 @@ func TestPrometheusSignalSteersTheWindow(t *testing.T) {
 	th := NewThrottler(Config{DisableMetrics: true, PrometheusURL: srv.URL, Queries: []string{"backend_busy > 0.5"},
 		Interval: 20 * time.Millisecond, Timeout: 5 * time.Second, Staleness: time.Hour, WindowMin: 2, WindowMax: 64})
 	defer th.Close()
-	waitFor(t, func() bool { return th.Snapshot().Signals[0].Verdict == "no_data" })
+	waitFor(t, func() bool { return th.Status().Triggers[0].Verdict == "no_data" })
 	grow(t, th, 32)
 
 	body.Store(vectorBody("0.9"))
-	waitFor(t, func() bool { return th.Window() < 32 })
-	waitFor(t, func() bool { return th.Window() == 2 })
-	if s := th.Snapshot(); !s.GrowthHeld || !s.Signals[0].Firing {
+	waitFor(t, func() bool { return th.Status().Window < 32 })
+	waitFor(t, func() bool { return th.Status().Window == 2 })
+	if s := th.Status(); !s.GrowthHeld || !s.Triggers[0].Firing {
 		t.Fatalf("firing query: %+v", s)
 	}
 
-	errorsBefore := th.Snapshot().Signals[0].Errors
+	errorsBefore := th.Status().Triggers[0].Errors
 	status.Store(503)
 	body.Store(`{"status":"error","errorType":"unavailable","error":"busy"}`)
-	waitFor(t, func() bool { return th.Snapshot().Signals[0].Errors > errorsBefore })
-	if s := th.Snapshot().Signals[0]; !s.Firing || !s.Held {
+	waitFor(t, func() bool { return th.Status().Triggers[0].Errors > errorsBefore })
+	if s := th.Status().Triggers[0]; !s.Firing || !s.Held {
 		t.Fatalf("5xx within staleness: %+v, want the last value (firing) held", s)
 	}
 
 	status.Store(200)
 	body.Store(vectorBody("0"))
-	waitFor(t, func() bool { return th.Snapshot().Signals[0].Verdict == "false" && !th.Snapshot().GrowthHeld })
+	waitFor(t, func() bool { return th.Status().Triggers[0].Verdict == "false" && !th.Status().GrowthHeld })
 	saturate(th.window, 2+3)
-	if w := th.Window(); w != 4 {
+	if w := th.Status().Window; w != 4 {
 		t.Fatalf("window %d after two rounds with the query false, want 4", w)
 	}
 	drain(th.window)
 }
 
 // TestInvalidQueryOverHTTP runs an invalid query through a real HTTP Prometheus API: 400 bad_data under
-// fail-closed leaves the window free to grow and shows the signal as invalid, in the snapshot and the metrics.
+// fail-closed leaves the window free to grow and shows the trigger as invalid, in the status and the metrics.
 // A 422 execution error, which depends on the data the query meets, is an error like any other: under
 // fail-closed with no success yet it fires.
 func TestInvalidQueryOverHTTP(t *testing.T) {
@@ -172,39 +172,39 @@ func TestInvalidQueryOverHTTP(t *testing.T) {
 		body.Store(answer)
 		reg := prometheus.NewRegistry()
 		th := NewThrottler(Config{Registerer: reg, Name: "api", PrometheusURL: srv.URL,
-			Signals:  []Signal{{Name: "q", Query: "backend_busy >"}},
+			Triggers: []Trigger{{Name: "q", Query: "backend_busy >"}},
 			Interval: 20 * time.Millisecond, Timeout: 5 * time.Second, Staleness: 40 * time.Millisecond,
 			FailMode: FailClosed, WindowMin: 2, WindowMax: 64})
 		t.Cleanup(func() { th.Close() })
-		waitFor(t, func() bool { return th.Snapshot().Signals[0].Evaluations >= 5 }) // well past staleness
+		waitFor(t, func() bool { return th.Status().Triggers[0].Evaluations >= 5 }) // well past staleness
 		return th, reg
 	}
 	const (
-		invalid = `fiberguard_throttle_signal_invalid{signal="q",throttle="api"}`
-		firing  = `fiberguard_throttle_signal_firing{signal="q",throttle="api"}`
+		invalid = `fiberguard_throttle_trigger_invalid{name="api",trigger="q"}`
+		firing  = `fiberguard_throttle_trigger_firing{name="api",trigger="q"}`
 	)
 
 	th, reg := start(400, `{"status":"error","errorType":"bad_data","error":"1:15: parse error: unexpected end of input"}`)
 	grow(t, th, 64)
-	s := th.Snapshot()
-	if sig := s.Signals[0]; !sig.Invalid || sig.Verdict != "invalid" || sig.Firing || s.GrowthHeld || s.Window != 64 {
+	s := th.Status()
+	if sig := s.Triggers[0]; !sig.Invalid || sig.Verdict != "invalid" || sig.Firing || s.GrowthHeld || s.Window != 64 {
 		t.Fatalf("400 bad_data under fail-closed: %+v, want invalid, not firing, window 64", s)
 	}
 	got := gather(t, reg)
 	if got[invalid] != 1 || got[firing] != 0 {
 		t.Errorf("%s = %v, %s = %v; want 1 and 0", invalid, got[invalid], firing, got[firing])
 	}
-	if v := got[`fiberguard_throttle_signal_evaluations_total{signal="q",throttle="api",verdict="invalid"}`]; v < 5 {
+	if v := got[`fiberguard_throttle_trigger_evaluations_total{name="api",trigger="q",verdict="invalid"}`]; v < 5 {
 		t.Errorf("evaluations with verdict invalid = %v, want >= 5", v)
 	}
-	if want := `[Error] throttle: signal "q": query "backend_busy >" is invalid`; strings.Count(logs.String(), want) != 1 {
+	if want := `[Error] throttle: trigger "q": query "backend_busy >" is invalid`; strings.Count(logs.String(), want) != 1 {
 		t.Errorf("want one error-level line naming the query (%s), got:\n%s", want, logs)
 	}
 	th.Close()
 
 	th, reg = start(422, `{"status":"error","errorType":"execution","error":"many-to-many matching not allowed"}`)
-	if sig := th.Snapshot().Signals[0]; sig.Invalid || sig.Verdict != "error" || !sig.Stale || !sig.Firing || th.Window() != 2 {
-		t.Fatalf("422 execution error under fail-closed: %+v, window %d; want stale, firing, window 2", sig, th.Window())
+	if sig := th.Status().Triggers[0]; sig.Invalid || sig.Verdict != "error" || !sig.Stale || !sig.Firing || th.Status().Window != 2 {
+		t.Fatalf("422 execution error under fail-closed: %+v, window %d; want stale, firing, window 2", sig, th.Status().Window)
 	}
 	if got := gather(t, reg); got[invalid] != 0 || got[firing] != 1 {
 		t.Errorf("%s = %v, %s = %v after 422s; want 0 and 1", invalid, got[invalid], firing, got[firing])

@@ -10,11 +10,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// Throttle a backend by Prometheus signals: the window halves while the backend's p99 latency is above 250 ms or
+// Throttle a backend by Prometheus triggers: the window halves while the backend's p99 latency is above 250 ms or
 // its queue is longer than 100, and grows while neither fires.
 func ExampleNew() {
 	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel() // stops the signal goroutines
+	defer cancel() // stops the trigger goroutines
 
 	app := fiber.New()
 	app.Use(throttle.New(throttle.Config{
@@ -29,7 +29,7 @@ func ExampleNew() {
 	}))
 }
 
-// An in-process signal: a local queue length, evaluated every 100 ms, no Prometheus needed. The Throttler handle
+// An in-process trigger: a local queue length, evaluated every 100 ms, no Prometheus needed. The Throttler handle
 // exposes the window for a status page and stops its goroutine on Close.
 func ExampleNewThrottler() {
 	var queued atomic.Int64 // maintained by the application
@@ -37,7 +37,7 @@ func ExampleNewThrottler() {
 		WindowMin:      10,
 		WindowMax:      100,
 		DisableMetrics: true,
-		Signals: []throttle.Signal{{
+		Triggers: []throttle.Trigger{{
 			Name:     "queue",
 			Interval: 100 * time.Millisecond,
 			Func: func(context.Context) (bool, error) {
@@ -49,11 +49,11 @@ func ExampleNewThrottler() {
 
 	app := fiber.New()
 	app.Use(th.Handler())
-	app.Get("/status", func(c *fiber.Ctx) error { return c.JSON(th.Snapshot()) })
+	app.Get("/status", func(c *fiber.Ctx) error { return c.JSON(th.Status()) })
 
-	s := th.Snapshot()
-	fmt.Printf("window %d in [%d, %d], signal %s\n", s.Window, s.WindowMin, s.WindowMax, s.Signals[0].Name)
-	// Output: window 10 in [10, 100], signal queue
+	s := th.Status()
+	fmt.Printf("window %d in [%d, %d], trigger %s\n", s.Window, s.WindowMin, s.WindowMax, s.Triggers[0].Name)
+	// Output: window 10 in [10, 100], trigger queue
 }
 
 // The AIMD core on its own: +1 per window's worth of completions while in use, halved by Backoff.

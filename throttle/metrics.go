@@ -11,9 +11,9 @@ import (
 // time, so the request path pays for no metric of its own; evaluation durations go to a histogram.
 type metrics struct {
 	reg prometheus.Registerer
-	// read returns the snapshot and fills in every signal's evaluations by verdict, under one lock.
-	read      func(byVerdict [][numVerdicts]uint64) Snapshot
-	signals   int
+	// read returns the status and fills in every trigger's evaluations by verdict, under one lock.
+	read      func(byVerdict [][numVerdicts]uint64) Status
+	triggers  int
 	window    *prometheus.Desc
 	bounds    *prometheus.Desc
 	inflight  *prometheus.Desc
@@ -26,14 +26,14 @@ type metrics struct {
 	durations *prometheus.HistogramVec
 }
 
-// registerMetrics registers the metrics of the throttler named name with these signals on reg. It returns nil
+// registerMetrics registers the metrics of the throttler named name with these triggers on reg. It returns nil
 // when they could not be registered (logged).
-func registerMetrics(reg prometheus.Registerer, name string, signals []Signal, read func([][numVerdicts]uint64) Snapshot) *metrics {
-	labels := prometheus.Labels{"throttle": name}
+func registerMetrics(reg prometheus.Registerer, name string, triggers []Trigger, read func([][numVerdicts]uint64) Status) *metrics {
+	labels := prometheus.Labels{"name": name}
 	m := &metrics{
-		reg:     reg,
-		read:    read,
-		signals: len(signals),
+		reg:      reg,
+		read:     read,
+		triggers: len(triggers),
 		window: prometheus.NewDesc("fiberguard_throttle_window",
 			"Current concurrency window: requests admitted at once.", nil, labels),
 		bounds: prometheus.NewDesc("fiberguard_throttle_window_bound",
@@ -42,22 +42,22 @@ func registerMetrics(reg prometheus.Registerer, name string, signals []Signal, r
 			"Requests admitted and not yet completed.", nil, labels),
 		requests: prometheus.NewDesc("fiberguard_throttle_requests_total",
 			"Requests by admission decision.", []string{"decision"}, labels),
-		firing: prometheus.NewDesc("fiberguard_throttle_signal_firing",
-			"1 while the signal fires (including a stale signal under fail-closed).", []string{"signal"}, labels),
-		invalid: prometheus.NewDesc("fiberguard_throttle_signal_invalid",
-			"1 while the signal's query is invalid (Prometheus rejects it as bad_data, or it yields a range vector or a string): it does not fire until fixed.", []string{"signal"}, labels),
-		evals: prometheus.NewDesc("fiberguard_throttle_signal_evaluations_total",
-			"Signal evaluations by verdict: firing, false, no_data, error or invalid.", []string{"signal", "verdict"}, labels),
-		errors: prometheus.NewDesc("fiberguard_throttle_query_errors_total",
-			"Signal evaluations that failed (query or function errors).", []string{"signal"}, labels),
+		firing: prometheus.NewDesc("fiberguard_throttle_trigger_firing",
+			"1 while the trigger fires (including a stale trigger under fail-closed).", []string{"trigger"}, labels),
+		invalid: prometheus.NewDesc("fiberguard_throttle_trigger_invalid",
+			"1 while the trigger's query is invalid (Prometheus rejects it as bad_data, or it yields a range vector or a string): it does not fire until fixed.", []string{"trigger"}, labels),
+		evals: prometheus.NewDesc("fiberguard_throttle_trigger_evaluations_total",
+			"Trigger evaluations by verdict: firing, false, no_data, error or invalid.", []string{"trigger", "verdict"}, labels),
+		errors: prometheus.NewDesc("fiberguard_throttle_trigger_errors_total",
+			"Trigger evaluations that failed (query or function errors).", []string{"trigger"}, labels),
 		backoffs: prometheus.NewDesc("fiberguard_throttle_backoffs_total",
-			"Times the signal halved the window.", []string{"signal"}, labels),
+			"Times the trigger halved the window.", []string{"trigger"}, labels),
 		durations: prometheus.NewHistogramVec(prometheus.HistogramOpts{
-			Name:        "fiberguard_throttle_query_duration_seconds",
-			Help:        "Duration of signal evaluations (PromQL queries or functions).",
+			Name:        "fiberguard_throttle_trigger_duration_seconds",
+			Help:        "Duration of trigger evaluations (PromQL queries or functions).",
 			ConstLabels: labels,
 			Buckets:     []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
-		}, []string{"signal"}),
+		}, []string{"trigger"}),
 	}
 	if err := reg.Register(m); err != nil {
 		var are prometheus.AlreadyRegisteredError
@@ -89,7 +89,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	byVerdict := make([][numVerdicts]uint64, m.signals)
+	byVerdict := make([][numVerdicts]uint64, m.triggers)
 	s := m.read(byVerdict)
 	ch <- prometheus.MustNewConstMetric(m.window, prometheus.GaugeValue, float64(s.Window))
 	ch <- prometheus.MustNewConstMetric(m.bounds, prometheus.GaugeValue, float64(s.WindowMin), "min")
@@ -97,7 +97,7 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	ch <- prometheus.MustNewConstMetric(m.inflight, prometheus.GaugeValue, float64(s.InFlight))
 	ch <- prometheus.MustNewConstMetric(m.requests, prometheus.CounterValue, float64(s.Admitted), "admitted")
 	ch <- prometheus.MustNewConstMetric(m.requests, prometheus.CounterValue, float64(s.Rejected), "rejected")
-	for i, sig := range s.Signals {
+	for i, sig := range s.Triggers {
 		ch <- prometheus.MustNewConstMetric(m.firing, prometheus.GaugeValue, gauge(sig.Firing), sig.Name)
 		ch <- prometheus.MustNewConstMetric(m.invalid, prometheus.GaugeValue, gauge(sig.Invalid), sig.Name)
 		for v, n := range byVerdict[i] {

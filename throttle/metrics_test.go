@@ -15,14 +15,14 @@ func TestMetrics(t *testing.T) {
 	fires := make(chan struct{})
 	th := NewThrottler(Config{
 		Name: "api", Registerer: reg, WindowMin: 3, WindowMax: 9,
-		Signals: []Signal{{Name: "queue", Interval: time.Hour, Func: func(context.Context) (bool, error) {
+		Triggers: []Trigger{{Name: "queue", Interval: time.Hour, Func: func(context.Context) (bool, error) {
 			defer close(fires)
 			return true, nil
 		}}},
 	})
 	defer th.Close()
 	<-fires
-	waitFor(t, func() bool { return th.Snapshot().Signals[0].Evaluations == 1 })
+	waitFor(t, func() bool { return th.Status().Triggers[0].Evaluations == 1 })
 
 	h := blockingApp(th.Handler(), nil, nil).Handler()
 	do(h, "/ok")
@@ -33,16 +33,18 @@ func TestMetrics(t *testing.T) {
 
 	got := gather(t, reg)
 	for name, want := range map[string]float64{
-		`fiberguard_throttle_window{throttle="api"}`:                                                   3,
-		`fiberguard_throttle_window_bound{bound="max",throttle="api"}`:                                 9,
-		`fiberguard_throttle_in_flight{throttle="api"}`:                                                0,
-		`fiberguard_throttle_requests_total{decision="admitted",throttle="api"}`:                       1,
-		`fiberguard_throttle_requests_total{decision="rejected",throttle="api"}`:                       0,
-		`fiberguard_throttle_signal_firing{signal="queue",throttle="api"}`:                             1,
-		`fiberguard_throttle_signal_evaluations_total{signal="queue",throttle="api",verdict="firing"}`: 1,
-		`fiberguard_throttle_query_errors_total{signal="queue",throttle="api"}`:                        0,
-		`fiberguard_throttle_backoffs_total{signal="queue",throttle="api"}`:                            1,
-		`fiberguard_throttle_query_duration_seconds_count{signal="queue",throttle="api"}`:              1,
+		`fiberguard_throttle_window{name="api"}`:                                                     3,
+		`fiberguard_throttle_window_bound{bound="min",name="api"}`:                                   3,
+		`fiberguard_throttle_window_bound{bound="max",name="api"}`:                                   9,
+		`fiberguard_throttle_in_flight{name="api"}`:                                                  0,
+		`fiberguard_throttle_requests_total{decision="admitted",name="api"}`:                         1,
+		`fiberguard_throttle_requests_total{decision="rejected",name="api"}`:                         0,
+		`fiberguard_throttle_trigger_firing{name="api",trigger="queue"}`:                             1,
+		`fiberguard_throttle_trigger_invalid{name="api",trigger="queue"}`:                            0,
+		`fiberguard_throttle_trigger_evaluations_total{name="api",trigger="queue",verdict="firing"}`: 1,
+		`fiberguard_throttle_trigger_errors_total{name="api",trigger="queue"}`:                       0,
+		`fiberguard_throttle_backoffs_total{name="api",trigger="queue"}`:                             1,
+		`fiberguard_throttle_trigger_duration_seconds_count{name="api",trigger="queue"}`:             1,
 	} {
 		if v, ok := got[name]; !ok || v != want {
 			t.Errorf("%s = %v (present %t), want %v", name, v, ok, want)

@@ -9,26 +9,26 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// runner evaluates one signal on its own goroutine, one evaluation at a time, and reports each resulting state.
+// runner evaluates one trigger on its own goroutine, one evaluation at a time, and reports each resulting state.
 // All of it belongs to that goroutine once run starts.
 type runner struct {
-	sig      Signal
+	trigger  Trigger
 	eval     evaluator
 	tracker  Tracker
 	duration prometheus.Observer // nil without metrics
 	// report receives every evaluation that ran to its end: the Throttler applies it to the window.
-	report func(now time.Time, state State, err error)
+	report func(now time.Time, state TriggerState, err error)
 
 	lastErr     string // the last transient error logged, so that a repeated one is logged once
 	lastInvalid string // the last invalid-query error logged
 	wasStale    bool
 }
 
-// run evaluates the signal at once, then at every tick, until ctx is done. Evaluations run one after another
+// run evaluates the trigger at once, then at every tick, until ctx is done. Evaluations run one after another
 // on this goroutine, so there is never more than one in flight; one that overruns the interval delays the next
 // tick rather than overlapping it.
 func (r *runner) run(ctx context.Context) {
-	tick := time.NewTicker(r.sig.Interval)
+	tick := time.NewTicker(r.trigger.Interval)
 	defer tick.Stop()
 	for ctx.Err() == nil {
 		r.evaluate(ctx)
@@ -40,16 +40,16 @@ func (r *runner) run(ctx context.Context) {
 	}
 }
 
-// evaluate runs one evaluation with the signal's timeout, turns its verdict into the signal's state and
+// evaluate runs one evaluation with the trigger's timeout, turns its verdict into the trigger's state and
 // reports it.
 func (r *runner) evaluate(ctx context.Context) {
-	qctx, cancel := context.WithTimeout(ctx, r.sig.Timeout)
+	qctx, cancel := context.WithTimeout(ctx, r.trigger.Timeout)
 	start := time.Now()
 	verdict, err := r.eval(qctx)
 	elapsed := time.Since(start)
 	cancel()
 	if ctx.Err() != nil {
-		return // stopping: an evaluation cut short by Close says nothing about the signal
+		return // stopping: an evaluation cut short by Close says nothing about the trigger
 	}
 	if r.duration != nil {
 		r.duration.Observe(elapsed.Seconds())
@@ -62,30 +62,30 @@ func (r *runner) evaluate(ctx context.Context) {
 
 // logChange logs what changed with this evaluation: each new error once rather than every interval, the moment
 // the fail mode takes over, and the recovery. An invalid query is logged at error level, since no retry can fix
-// it and it silently disables the signal.
-func (r *runner) logChange(state State, err error) {
+// it and it silently disables the trigger.
+func (r *runner) logChange(state TriggerState, err error) {
 	switch {
 	case state.Verdict == VerdictInvalid && err.Error() != r.lastInvalid:
 		what := "its function reports an invalid query"
-		if r.sig.Func == nil {
-			what = fmt.Sprintf("query %q is invalid", r.sig.Query)
+		if r.trigger.Func == nil {
+			what = fmt.Sprintf("query %q is invalid", r.trigger.Query)
 		}
-		log.Errorf("throttle: signal %q: %s, so the signal never fires until it is fixed: %v", r.sig.Name, what, err)
+		log.Errorf("throttle: trigger %q: %s, so the trigger never fires until it is fixed: %v", r.trigger.Name, what, err)
 		r.lastInvalid = err.Error()
 	case state.Verdict == VerdictInvalid:
 	case err != nil && err.Error() != r.lastErr:
-		log.Warnf("throttle: signal %q: %v (%s)", r.sig.Name, err, describe(state))
+		log.Warnf("throttle: trigger %q: %v (%s)", r.trigger.Name, err, describe(state))
 		r.lastErr = err.Error()
 	case err != nil && state.Stale && !r.wasStale: // the same error, but the fail mode now decides
-		log.Warnf("throttle: signal %q: no successful evaluation for %v, %s applies: firing=%t", r.sig.Name, r.tracker.Staleness, r.tracker.FailMode, state.Firing)
+		log.Warnf("throttle: trigger %q: no successful evaluation for %v, %s applies: firing=%t", r.trigger.Name, r.tracker.Staleness, r.tracker.FailMode, state.Firing)
 	case err == nil && (r.lastErr != "" || r.lastInvalid != ""):
-		log.Infof("throttle: signal %q evaluates again", r.sig.Name)
+		log.Infof("throttle: trigger %q evaluates again", r.trigger.Name)
 		r.lastErr, r.lastInvalid = "", ""
 	}
 	r.wasStale = state.Stale
 }
 
-func describe(s State) string {
+func describe(s TriggerState) string {
 	switch {
 	case s.Invalid:
 		return "the query was found invalid, not firing"

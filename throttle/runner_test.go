@@ -15,10 +15,10 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
-func TestSignalEvaluatedAtStartThenEveryInterval(t *testing.T) {
+func TestTriggerEvaluatedAtStartThenEveryInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int32
-		th := NewThrottler(Config{DisableMetrics: true, Signals: []Signal{{Interval: 10 * time.Second,
+		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{Interval: 10 * time.Second,
 			Func: func(context.Context) (bool, error) { calls.Add(1); return false, nil }}}})
 		defer th.Close()
 
@@ -39,10 +39,10 @@ func TestSignalEvaluatedAtStartThenEveryInterval(t *testing.T) {
 	})
 }
 
-func TestSignalNeverTwoInFlight(t *testing.T) {
+func TestTriggerNeverTwoInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var inFlight, peak, calls atomic.Int32
-		th := NewThrottler(Config{DisableMetrics: true, Signals: []Signal{{
+		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{
 			Interval: 10 * time.Second, Timeout: time.Minute,
 			Func: func(ctx context.Context) (bool, error) {
 				calls.Add(1)
@@ -67,10 +67,10 @@ func TestSignalNeverTwoInFlight(t *testing.T) {
 	})
 }
 
-func TestSignalTimeoutComesFromTheContext(t *testing.T) {
+func TestTriggerTimeoutComesFromTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var budget atomic.Int64
-		th := NewThrottler(Config{DisableMetrics: true, Signals: []Signal{{
+		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{
 			Name: "slow", Interval: 10 * time.Second, Timeout: 3 * time.Second,
 			Func: func(ctx context.Context) (bool, error) {
 				d, _ := ctx.Deadline()
@@ -85,7 +85,7 @@ func TestSignalTimeoutComesFromTheContext(t *testing.T) {
 		if got := time.Duration(budget.Load()); got != 3*time.Second {
 			t.Fatalf("evaluation deadline %v away, want the 3s Timeout", got)
 		}
-		s := th.Snapshot().Signals[0]
+		s := th.Status().Triggers[0]
 		if s.Evaluations != 1 || s.Errors != 1 || s.Verdict != "error" || s.Firing || !s.Stale {
 			t.Fatalf("timed-out first evaluation: %+v, want one error, stale, fail-open (not firing)", s)
 		}
@@ -95,15 +95,15 @@ func TestSignalTimeoutComesFromTheContext(t *testing.T) {
 	})
 }
 
-func TestSignalFuncPanicIsAnError(t *testing.T) {
+func TestTriggerFuncPanicIsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		th := NewThrottler(Config{DisableMetrics: true, FailMode: FailClosed, Signals: []Signal{{Interval: time.Second,
-			Func: func(context.Context) (bool, error) { panic("bug in the signal") }}}})
+		th := NewThrottler(Config{DisableMetrics: true, FailMode: FailClosed, Triggers: []Trigger{{Interval: time.Second,
+			Func: func(context.Context) (bool, error) { panic("bug in the trigger") }}}})
 		defer th.Close()
 		synctest.Wait()
-		s := th.Snapshot().Signals[0]
+		s := th.Status().Triggers[0]
 		if s.Errors != 1 || !s.Firing || !s.Stale {
-			t.Fatalf("panicking signal under fail-closed: %+v, want one error, stale and firing", s)
+			t.Fatalf("panicking trigger under fail-closed: %+v, want one error, stale and firing", s)
 		}
 	})
 }
@@ -111,7 +111,7 @@ func TestSignalFuncPanicIsAnError(t *testing.T) {
 // TestInvalidQueryNeverFires: a query Prometheus rejects as bad_data (a typo) is a configuration bug, not
 // backpressure. Under fail-closed it must not pin the window to its minimum, not even when errors that may
 // pass (Prometheus unavailable) come in between and staleness runs out; it shows as invalid and is logged at
-// error level once. Once the query evaluates, the signal works as any other.
+// error level once. Once the query evaluates, the trigger works as any other.
 func TestInvalidQueryNeverFires(t *testing.T) {
 	logs := captureLog(t)
 	synctest.Test(t, func(t *testing.T) {
@@ -121,7 +121,7 @@ func TestInvalidQueryNeverFires(t *testing.T) {
 		answer.Store(badData)
 		th := NewThrottler(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64,
 			FailMode: FailClosed, Staleness: 30 * time.Second,
-			Signals: []Signal{{Name: "typo", Interval: 10 * time.Second, Func: func(context.Context) (bool, error) {
+			Triggers: []Trigger{{Name: "typo", Interval: 10 * time.Second, Func: func(context.Context) (bool, error) {
 				if err := answer.Load(); err != nil {
 					return false, err
 				}
@@ -131,8 +131,8 @@ func TestInvalidQueryNeverFires(t *testing.T) {
 		synctest.Wait()
 		check := func(when, verdict string, invalid bool) {
 			t.Helper()
-			s := th.Snapshot()
-			if sig := s.Signals[0]; sig.Verdict != verdict || sig.Invalid != invalid || sig.Firing || s.GrowthHeld || sig.Backoffs != 0 {
+			s := th.Status()
+			if sig := s.Triggers[0]; sig.Verdict != verdict || sig.Invalid != invalid || sig.Firing || s.GrowthHeld || sig.Backoffs != 0 {
 				t.Fatalf("%s: %+v, growth held %t; want verdict %s, invalid %t, never firing", when, sig, s.GrowthHeld, verdict, invalid)
 			}
 		}
@@ -153,33 +153,33 @@ func TestInvalidQueryNeverFires(t *testing.T) {
 			} else {
 				check(fmt.Sprintf("bad_data at %d s", 10*i), "invalid", true)
 			}
-			if w := th.Window(); w != 64 {
+			if w := th.Status().Window; w != 64 {
 				t.Fatalf("window %d at %d s, want 64: an invalid query must not throttle", w, 10*i)
 			}
 		}
-		if s := th.Snapshot().Signals[0]; s.Errors != 13 || s.LastError != badData.Error() || s.LastSuccess != nil {
+		if s := th.Status().Triggers[0]; s.Errors != 13 || s.LastError != badData.Error() || s.LastSuccess != nil {
 			t.Fatalf("after 13 failed evaluations: %+v", s)
 		}
-		if n := strings.Count(logs.String(), "[Error] throttle: signal \"typo\": its function reports an invalid query, so the signal never fires"); n != 1 {
+		if n := strings.Count(logs.String(), "[Error] throttle: trigger \"typo\": its function reports an invalid query, so the trigger never fires"); n != 1 {
 			t.Fatalf("invalid query logged at error level %d times, want once:\n%s", n, logs)
 		}
 
-		// Fixed (or the server now understands it): the signal fires and the window halves, as for any signal.
+		// Fixed (or the server now understands it): the trigger fires and the window halves, as for any trigger.
 		answer.Store(nil)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
-		s := th.Snapshot()
-		if sig := s.Signals[0]; !sig.Firing || sig.Invalid || sig.Verdict != "firing" || !s.GrowthHeld || s.Window != 32 || sig.LastSuccess == nil {
+		s := th.Status()
+		if sig := s.Triggers[0]; !sig.Firing || sig.Invalid || sig.Verdict != "firing" || !s.GrowthHeld || s.Window != 32 || sig.LastSuccess == nil {
 			t.Fatalf("query valid and firing: %+v, want firing, no longer invalid, window 32", s)
 		}
-		if !strings.Contains(logs.String(), `signal "typo" evaluates again`) {
+		if !strings.Contains(logs.String(), `trigger "typo" evaluates again`) {
 			t.Fatalf("recovery not logged:\n%s", logs)
 		}
 		// Now the fail mode applies to errors again: a Prometheus down past staleness fails closed.
 		answer.Store(unavailable)
 		time.Sleep(40 * time.Second)
 		synctest.Wait()
-		if sig := th.Snapshot().Signals[0]; !sig.Firing || !sig.Stale || sig.Invalid {
+		if sig := th.Status().Triggers[0]; !sig.Firing || !sig.Stale || sig.Invalid {
 			t.Fatalf("503s past staleness after a success: %+v, want stale and fail-closed", sig)
 		}
 	})

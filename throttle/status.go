@@ -2,21 +2,21 @@ package throttle
 
 import "time"
 
-// Snapshot is a point-in-time view of a Throttler, for status pages.
-type Snapshot struct {
+// Status is a point-in-time view of a Throttler, for status pages.
+type Status struct {
 	Window    int `json:"window"`
 	InFlight  int `json:"in_flight"`
 	WindowMin int `json:"window_min"`
 	WindowMax int `json:"window_max"`
-	// GrowthHeld: a signal fires, so completions do not grow the window.
-	GrowthHeld bool           `json:"growth_held"`
-	Admitted   uint64         `json:"admitted"`
-	Rejected   uint64         `json:"rejected"`
-	Signals    []SignalStatus `json:"signals"`
+	// GrowthHeld: a trigger fires, so completions do not grow the window.
+	GrowthHeld bool            `json:"growth_held"`
+	Admitted   uint64          `json:"admitted"`
+	Rejected   uint64          `json:"rejected"`
+	Triggers   []TriggerStatus `json:"triggers"`
 }
 
-// SignalStatus is a signal's state in a Snapshot.
-type SignalStatus struct {
+// TriggerStatus is a trigger's state in a Status.
+type TriggerStatus struct {
 	Name string `json:"name"`
 	// Kind is "promql" or "func".
 	Kind string `json:"kind"`
@@ -29,9 +29,9 @@ type SignalStatus struct {
 	Held  bool `json:"held"`
 	Stale bool `json:"stale"`
 	// Invalid: Prometheus rejected the query (a PromQL syntax or type error) or its result can never be a
-	// signal. The signal does not fire, in either fail mode, until an evaluation succeeds.
+	// trigger. The trigger does not fire, in either fail mode, until an evaluation succeeds.
 	Invalid bool `json:"invalid"`
-	// Evaluations counts evaluations (a signal not evaluated yet has 0); Errors counts failed ones, invalid
+	// Evaluations counts evaluations (a trigger not evaluated yet has 0); Errors counts failed ones, invalid
 	// included.
 	Evaluations uint64 `json:"evaluations"`
 	Errors      uint64 `json:"errors"`
@@ -41,10 +41,10 @@ type SignalStatus struct {
 	LastSuccess *time.Time `json:"last_success"`
 }
 
-// signalRecord is what the snapshot and the metrics report about one signal: the evaluations applied so far.
-type signalRecord struct {
+// triggerRecord is what Status and the metrics report about one trigger: the evaluations applied so far.
+type triggerRecord struct {
 	name, kind  string
-	state       State
+	state       TriggerState
 	evaluations uint64
 	errors      uint64
 	backoffs    uint64
@@ -54,7 +54,7 @@ type signalRecord struct {
 }
 
 // record adds an applied evaluation.
-func (r *signalRecord) record(now time.Time, state State, err error) {
+func (r *triggerRecord) record(now time.Time, state TriggerState, err error) {
 	r.state = state
 	r.evaluations++
 	r.byVerdict[state.Verdict]++
@@ -70,9 +70,9 @@ func (r *signalRecord) record(now time.Time, state State, err error) {
 	}
 }
 
-// status returns the signal's state as the snapshot shows it.
-func (r *signalRecord) status() SignalStatus {
-	st := SignalStatus{
+// status returns the trigger's state as Status shows it.
+func (r *triggerRecord) status() TriggerStatus {
+	st := TriggerStatus{
 		Name:        r.name,
 		Kind:        r.kind,
 		Firing:      r.state.Firing,
@@ -88,33 +88,33 @@ func (r *signalRecord) status() SignalStatus {
 		st.Verdict = r.state.Verdict.String()
 	}
 	if !r.lastSuccess.IsZero() {
-		at := r.lastSuccess // a copy: the snapshot must not share the record's memory
+		at := r.lastSuccess // a copy: a Status must not share the record's memory
 		st.LastSuccess = &at
 	}
 	return st
 }
 
-// Snapshot returns the window, counters and every signal's state. GrowthHeld and the signals' states are read
-// together: GrowthHeld is true exactly when a signal in Signals is firing.
-func (t *Throttler) Snapshot() Snapshot { return t.snapshot(nil) }
+// Status returns the window, counters and every trigger's state. GrowthHeld and the triggers' states are read
+// together: GrowthHeld is true exactly when a trigger in Triggers is firing.
+func (t *Throttler) Status() Status { return t.view(nil) }
 
-// snapshot is Snapshot that also copies, when byVerdict is not nil (one entry per signal), every signal's
+// view is Status that also copies, when byVerdict is not nil (one entry per trigger), every trigger's
 // evaluations by verdict, read under the same lock.
-func (t *Throttler) snapshot(byVerdict [][numVerdicts]uint64) Snapshot {
-	s := Snapshot{
+func (t *Throttler) view(byVerdict [][numVerdicts]uint64) Status {
+	s := Status{
 		Window:    t.window.Size(),
 		InFlight:  t.window.InFlight(),
 		WindowMin: t.window.Min(),
 		WindowMax: t.window.Max(),
 		Admitted:  t.admitted.Load(),
 		Rejected:  t.rejected.Load(),
-		Signals:   make([]SignalStatus, len(t.records)),
+		Triggers:  make([]TriggerStatus, len(t.records)),
 	}
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s.GrowthHeld = t.window.Held()
 	for i := range t.records {
-		s.Signals[i] = t.records[i].status()
+		s.Triggers[i] = t.records[i].status()
 		if byVerdict != nil {
 			byVerdict[i] = t.records[i].byVerdict
 		}

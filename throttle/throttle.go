@@ -1,7 +1,8 @@
-// Package throttle limits the number of concurrent requests to an AIMD congestion window steered by backpressure
-// signals: PromQL queries against a Prometheus server, or Go functions evaluated in process. While no signal
-// fires the window grows by one per window's worth of completed requests; each evaluation of a firing signal
-// halves it. Requests beyond the window are rejected (503 with Retry-After by default).
+// Package throttle limits the number of concurrent requests to an AIMD congestion window steered by triggers. A
+// trigger is a backpressure signal: a PromQL query (against a Prometheus server) or a func (evaluated in process)
+// that fires or not. While no trigger fires the window grows by one per window's worth of completed requests;
+// each evaluation of a firing trigger halves it. Requests beyond the window are rejected (503 with Retry-After
+// by default).
 package throttle
 
 import (
@@ -11,7 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// New creates a throttling middleware. Its signal goroutines run until Config.Context is done; use NewThrottler
+// New creates a throttling middleware. Its trigger goroutines run until Config.Context is done; use NewThrottler
 // for a handle that can be closed and inspected.
 func New(config ...Config) fiber.Handler {
 	return NewThrottler(config...).Handler()

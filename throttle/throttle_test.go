@@ -72,8 +72,8 @@ func TestAdmissionRejectsBeyondTheWindow(t *testing.T) {
 		}()
 		<-entered
 	}
-	if th.Snapshot().InFlight != 2 {
-		t.Fatalf("in flight %d with two requests inside, want 2", th.Snapshot().InFlight)
+	if th.Status().InFlight != 2 {
+		t.Fatalf("in flight %d with two requests inside, want 2", th.Status().InFlight)
 	}
 
 	rej := do(h, "/ok")
@@ -94,9 +94,9 @@ func TestAdmissionRejectsBeyondTheWindow(t *testing.T) {
 	if got := do(h, "/ok").Response.StatusCode(); got != fiber.StatusOK {
 		t.Fatalf("request after the window emptied: status %d", got)
 	}
-	s := th.Snapshot()
+	s := th.Status()
 	if s.InFlight != 0 || s.Admitted != 3 || s.Rejected != 1 {
-		t.Fatalf("snapshot %+v, want 0 in flight, 3 admitted, 1 rejected", s)
+		t.Fatalf("status %+v, want 0 in flight, 3 admitted, 1 rejected", s)
 	}
 }
 
@@ -150,13 +150,13 @@ func TestSlotReleasedOnPanicAndError(t *testing.T) {
 		}()
 		do(h, "/panic")
 	}()
-	if n := th.Snapshot().InFlight; n != 0 {
+	if n := th.Status().InFlight; n != 0 {
 		t.Fatalf("in flight %d after a panicking handler, want 0", n)
 	}
 	if got := do(h, "/error").Response.StatusCode(); got != fiber.StatusInternalServerError {
 		t.Fatalf("erroring handler: status %d, want 500", got)
 	}
-	if n := th.Snapshot().InFlight; n != 0 {
+	if n := th.Status().InFlight; n != 0 {
 		t.Fatalf("in flight %d after an erroring handler, want 0", n)
 	}
 	if got := do(h, "/ok").Response.StatusCode(); got != fiber.StatusOK {

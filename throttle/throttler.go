@@ -12,7 +12,7 @@ import (
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
-// Throttler owns a concurrency window, the goroutines evaluating its signals, and the middleware that admits
+// Throttler owns a concurrency window, the goroutines evaluating its triggers, and the middleware that admits
 // requests into the window. Create it with NewThrottler and stop it with Close.
 type Throttler struct {
 	next         func(*fiber.Ctx) bool
@@ -29,13 +29,13 @@ type Throttler struct {
 
 	runners []*runner
 
-	// mu orders the application of evaluations (see apply) and lets Snapshot read the window's hold and every
-	// signal's record together.
+	// mu orders the application of evaluations (see apply) and lets Status read the window's hold and every
+	// trigger's record together.
 	mu      sync.Mutex
-	records []signalRecord // one per runner, same order
+	records []triggerRecord // one per runner, same order
 	// beforeHold, when set (by tests), is called by apply with mu held, between computing the hold and setting
-	// it: the point where two signals finishing together would interleave if apply were not serialised.
-	beforeHold func(signal string)
+	// it: the point where two triggers finishing together would interleave if apply were not serialised.
+	beforeHold func(trigger string)
 
 	transport *http.Transport // owned (nil when Config.RoundTripper is given): idle connections closed by Close
 	cancel    context.CancelFunc
@@ -45,7 +45,7 @@ type Throttler struct {
 }
 
 // NewThrottler validates config (panicking on invalid values, naming the field), starts one goroutine per
-// signal (each evaluates its signal at once, then every Interval) and returns the Throttler. The goroutines
+// trigger (each evaluates its trigger at once, then every Interval) and returns the Throttler. The goroutines
 // stop when Close is called or Config.Context is done.
 func NewThrottler(config ...Config) *Throttler {
 	cfg := configDefault(config...)
@@ -58,24 +58,24 @@ func NewThrottler(config ...Config) *Throttler {
 		t.limitReached = rejectWith(cfg.StatusCode, cfg.RetryAfter)
 	}
 
-	signals := signalsOf(cfg)
+	triggers := triggersOf(cfg)
 	prom := t.prometheus(cfg)
-	t.records = make([]signalRecord, len(signals))
-	for i, s := range signals {
-		t.records[i] = signalRecord{name: s.Name, kind: s.kind()}
+	t.records = make([]triggerRecord, len(triggers))
+	for i, s := range triggers {
+		t.records[i] = triggerRecord{name: s.Name, kind: s.kind()}
 		t.runners = append(t.runners, &runner{
-			sig:     s,
+			trigger: s,
 			eval:    evaluatorOf(s, prom),
 			tracker: Tracker{Staleness: staleness(cfg, s), FailMode: cfg.FailMode},
-			report:  func(now time.Time, state State, err error) { t.apply(i, now, state, err) },
+			report:  func(now time.Time, state TriggerState, err error) { t.apply(i, now, state, err) },
 		})
 	}
 
 	if !cfg.DisableMetrics {
-		t.metrics = registerMetrics(cfg.Registerer, cfg.Name, signals, t.snapshot)
+		t.metrics = registerMetrics(cfg.Registerer, cfg.Name, triggers, t.view)
 		if t.metrics != nil {
 			for _, r := range t.runners {
-				r.duration = t.metrics.durations.WithLabelValues(r.sig.Name)
+				r.duration = t.metrics.durations.WithLabelValues(r.trigger.Name)
 			}
 		}
 	}
@@ -92,7 +92,7 @@ func NewThrottler(config ...Config) *Throttler {
 	return t
 }
 
-// prometheus returns the API client of the PromQL signals, nil without Config.PrometheusURL.
+// prometheus returns the API client of the PromQL triggers, nil without Config.PrometheusURL.
 func (t *Throttler) prometheus(cfg Config) promv1.API {
 	if cfg.PrometheusURL == "" {
 		return nil
@@ -113,10 +113,7 @@ func (t *Throttler) prometheus(cfg Config) promv1.API {
 	return promv1.NewAPI(client)
 }
 
-// Window returns the current window size.
-func (t *Throttler) Window() int { return t.window.Size() }
-
-// Close stops the signal goroutines, waits for them to exit, closes idle connections to Prometheus and
+// Close stops the trigger goroutines, waits for them to exit, closes idle connections to Prometheus and
 // unregisters the metrics. The middleware keeps
 // admitting requests into the last window, which no longer backs off. Close is idempotent and returns nil.
 func (t *Throttler) Close() error {
@@ -133,12 +130,12 @@ func (t *Throttler) Close() error {
 	return nil
 }
 
-// apply records evaluation i and steers the window by it: growth is held while any signal fires, and a firing
+// apply records evaluation i and steers the window by it: growth is held while any trigger fires, and a firing
 // evaluation halves the window once. Evaluations are applied one at a time: the hold is computed from every
-// signal's state and written before another signal can change its own, so the last hold written always agrees
-// with the states. Unordered, two signals finishing together could write their holds in the opposite order of
+// trigger's state and written before another trigger can change its own, so the last hold written always agrees
+// with the states. Unordered, two triggers finishing together could write their holds in the opposite order of
 // their reads, and the window would grow while one of them fires until its next evaluation.
-func (t *Throttler) apply(i int, now time.Time, state State, err error) {
+func (t *Throttler) apply(i int, now time.Time, state TriggerState, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.records[i].record(now, state, err)

@@ -16,7 +16,7 @@ func grow(t *testing.T, th *Throttler, size int) {
 	for round := 0; th.window.Size() < size; round++ {
 		if round > 2*size { // each round grows the window by one unless growth is held
 			drain(th.window)
-			t.Fatalf("window stuck at %d while growing to %d: growth held (%+v)", th.window.Size(), size, th.Snapshot())
+			t.Fatalf("window stuck at %d while growing to %d: growth held (%+v)", th.window.Size(), size, th.Status())
 		}
 		saturate(th.window, th.window.Size())
 	}
@@ -29,7 +29,7 @@ func grow(t *testing.T, th *Throttler, size int) {
 func TestFiringHalvesOncePerEvaluation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var firing atomic.Bool
-		th := NewThrottler(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64, Signals: []Signal{{
+		th := NewThrottler(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64, Triggers: []Trigger{{
 			Interval: 10 * time.Second,
 			Func:     func(context.Context) (bool, error) { return firing.Load(), nil },
 		}}})
@@ -40,26 +40,26 @@ func TestFiringHalvesOncePerEvaluation(t *testing.T) {
 		firing.Store(true)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
-		if w := th.Window(); w != 16 {
+		if w := th.Status().Window; w != 16 {
 			t.Fatalf("window %d after one firing evaluation, want 16", w)
 		}
 		// Thousands of requests complete between evaluations: the window neither halves again nor grows.
 		saturate(th.window, 5000)
 		drain(th.window)
-		if w := th.Window(); w != 16 {
+		if w := th.Status().Window; w != 16 {
 			t.Fatalf("window %d after requests while firing, want 16", w)
 		}
 		time.Sleep(20 * time.Second) // two more firing evaluations
 		synctest.Wait()
-		if w := th.Window(); w != 4 {
+		if w := th.Status().Window; w != 4 {
 			t.Fatalf("window %d after three firing evaluations, want 4", w)
 		}
 		time.Sleep(20 * time.Second) // two more: clamped at min
 		synctest.Wait()
-		if w := th.Window(); w != 2 {
+		if w := th.Status().Window; w != 2 {
 			t.Fatalf("window %d, want the minimum 2", w)
 		}
-		if b := th.Snapshot().Signals[0].Backoffs; b != 5 {
+		if b := th.Status().Triggers[0].Backoffs; b != 5 {
 			t.Fatalf("%d backoffs, want 5 (one per firing evaluation)", b)
 		}
 
@@ -67,20 +67,20 @@ func TestFiringHalvesOncePerEvaluation(t *testing.T) {
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
 		saturate(th.window, 2+3)
-		if w := th.Window(); w != 4 {
-			t.Fatalf("window %d after two rounds once the signal cleared, want 4", w)
+		if w := th.Status().Window; w != 4 {
+			t.Fatalf("window %d after two rounds once the trigger cleared, want 4", w)
 		}
 	})
 }
 
-func TestAnySignalFiringHoldsGrowth(t *testing.T) {
+func TestAnyTriggerFiringHoldsGrowth(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var a, b atomic.Bool
 		sig := func(v *atomic.Bool) func(context.Context) (bool, error) {
 			return func(context.Context) (bool, error) { return v.Load(), nil }
 		}
 		th := NewThrottler(Config{DisableMetrics: true, WindowMin: 4, WindowMax: 64, Interval: time.Second,
-			Signals: []Signal{{Name: "a", Func: sig(&a)}, {Name: "b", Func: sig(&b)}}})
+			Triggers: []Trigger{{Name: "a", Func: sig(&a)}, {Name: "b", Func: sig(&b)}}})
 		defer th.Close()
 		a.Store(true)
 		b.Store(true)
@@ -90,21 +90,21 @@ func TestAnySignalFiringHoldsGrowth(t *testing.T) {
 		time.Sleep(time.Second)
 		synctest.Wait()
 		saturate(th.window, 100)
-		if w := th.Window(); w != 4 {
-			t.Fatalf("window grew to %d while signal b fires", w)
+		if w := th.Status().Window; w != 4 {
+			t.Fatalf("window grew to %d while trigger b fires", w)
 		}
 		b.Store(false)
 		time.Sleep(time.Second)
 		synctest.Wait()
 		saturate(th.window, 4)
-		if w := th.Window(); w != 5 {
-			t.Fatalf("window %d once no signal fires, want 5", w)
+		if w := th.Status().Window; w != 5 {
+			t.Fatalf("window %d once no trigger fires, want 5", w)
 		}
 		drain(th.window)
 	})
 }
 
-func TestStaleSignalTakesTheFailMode(t *testing.T) {
+func TestStaleTriggerTakesTheFailMode(t *testing.T) {
 	tests := []struct {
 		name       string
 		mode       FailMode
@@ -125,7 +125,7 @@ func TestStaleSignalTakesTheFailMode(t *testing.T) {
 				var broken, ready atomic.Bool
 				th := NewThrottler(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64,
 					Staleness: 30 * time.Second, FailMode: tt.mode,
-					Signals: []Signal{{Interval: 10 * time.Second, Func: func(context.Context) (bool, error) {
+					Triggers: []Trigger{{Interval: 10 * time.Second, Func: func(context.Context) (bool, error) {
 						switch {
 						case broken.Load():
 							return false, errors.New("prometheus: connection refused")
@@ -143,7 +143,7 @@ func TestStaleSignalTakesTheFailMode(t *testing.T) {
 				synctest.Wait()
 				broken.Store(true)
 				if tt.lastGood {
-					if w := th.Window(); w != 16 {
+					if w := th.Status().Window; w != 16 {
 						t.Fatalf("setup: window %d after one firing evaluation, want 16", w)
 					}
 					th.window.SetHold(true)
@@ -151,13 +151,13 @@ func TestStaleSignalTakesTheFailMode(t *testing.T) {
 				for i := range tt.wantWindow {
 					time.Sleep(10 * time.Second) // errors at t=20, 30, 40, 50: 10 s .. 40 s after the last success
 					synctest.Wait()
-					s := th.Snapshot()
-					if s.Window != tt.wantWindow[i] || s.Signals[0].Firing != tt.wantFiring[i] {
+					s := th.Status()
+					if s.Window != tt.wantWindow[i] || s.Triggers[0].Firing != tt.wantFiring[i] {
 						t.Fatalf("error %d (%d s after the last success): window %d firing %t, want %d %t (%+v)",
-							i+1, 10*(i+1), s.Window, s.Signals[0].Firing, tt.wantWindow[i], tt.wantFiring[i], s.Signals[0])
+							i+1, 10*(i+1), s.Window, s.Triggers[0].Firing, tt.wantWindow[i], tt.wantFiring[i], s.Triggers[0])
 					}
-					if stale := 10*(i+1) >= 30; s.Signals[0].Stale != stale || s.Signals[0].Held == stale {
-						t.Fatalf("error %d: stale %t held %t, want stale %t", i+1, s.Signals[0].Stale, s.Signals[0].Held, stale)
+					if stale := 10*(i+1) >= 30; s.Triggers[0].Stale != stale || s.Triggers[0].Held == stale {
+						t.Fatalf("error %d: stale %t held %t, want stale %t", i+1, s.Triggers[0].Stale, s.Triggers[0].Held, stale)
 					}
 				}
 			})
@@ -165,11 +165,11 @@ func TestStaleSignalTakesTheFailMode(t *testing.T) {
 	}
 }
 
-// TestGrowthHeldWhenSignalsFinishTogether replays the interleaving of a calm signal finishing together with a
-// firing one: the calm signal has read every signal's state (none fires yet) and is about to set the window's
-// hold when the firing signal's evaluation completes. Whatever the order, the hold left behind must agree with
-// the states: held, since a signal fires.
-func TestGrowthHeldWhenSignalsFinishTogether(t *testing.T) {
+// TestGrowthHeldWhenTriggersFinishTogether replays the interleaving of a calm trigger finishing together with a
+// firing one: the calm trigger has read every trigger's state (none fires yet) and is about to set the window's
+// hold when the firing trigger's evaluation completes. Whatever the order, the hold left behind must agree with
+// the states: held, since a trigger fires.
+func TestGrowthHeldWhenTriggersFinishTogether(t *testing.T) {
 	goFiring, goCalm := make(chan struct{}), make(chan struct{})
 	gated := func(gate <-chan struct{}, firing bool) func(context.Context) (bool, error) {
 		return func(ctx context.Context) (bool, error) {
@@ -182,11 +182,11 @@ func TestGrowthHeldWhenSignalsFinishTogether(t *testing.T) {
 		}
 	}
 	th := NewThrottler(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64, Interval: time.Hour,
-		Signals: []Signal{{Name: "firing", Func: gated(goFiring, true)}, {Name: "calm", Func: gated(goCalm, false)}}})
+		Triggers: []Trigger{{Name: "firing", Func: gated(goFiring, true)}, {Name: "calm", Func: gated(goCalm, false)}}})
 	defer th.Close()
 	calmPaused, resumeCalm := make(chan struct{}), make(chan struct{})
-	th.beforeHold = func(signal string) { // set before the gates open: the evaluations happen after this write
-		if signal == "calm" {
+	th.beforeHold = func(trigger string) { // set before the gates open: the evaluations happen after this write
+		if trigger == "calm" {
 			close(calmPaused)
 			<-resumeCalm
 		}
@@ -195,69 +195,69 @@ func TestGrowthHeldWhenSignalsFinishTogether(t *testing.T) {
 	close(goCalm)
 	<-calmPaused
 	close(goFiring)
-	// Unordered, the firing signal sets the hold at once; ordered, it cannot apply its evaluation before the calm
+	// Unordered, the firing trigger sets the hold at once; ordered, it cannot apply its evaluation before the calm
 	// one is done, and the wait runs out.
 	for deadline := time.Now().Add(100 * time.Millisecond); !th.window.Held() && time.Now().Before(deadline); {
 		time.Sleep(time.Millisecond)
 	}
 	close(resumeCalm)
 	waitFor(t, func() bool {
-		s := th.Snapshot()
-		return s.Signals[0].Evaluations == 1 && s.Signals[1].Evaluations == 1
+		s := th.Status()
+		return s.Triggers[0].Evaluations == 1 && s.Triggers[1].Evaluations == 1
 	})
 
-	s := th.Snapshot()
-	if !s.Signals[0].Firing || s.Signals[1].Firing || !s.GrowthHeld {
-		t.Fatalf("after both evaluations: firing=%t calm=%t growth held=%t, want the hold on while a signal fires",
-			s.Signals[0].Firing, s.Signals[1].Firing, s.GrowthHeld)
+	s := th.Status()
+	if !s.Triggers[0].Firing || s.Triggers[1].Firing || !s.GrowthHeld {
+		t.Fatalf("after both evaluations: firing=%t calm=%t growth held=%t, want the hold on while a trigger fires",
+			s.Triggers[0].Firing, s.Triggers[1].Firing, s.GrowthHeld)
 	}
 	saturate(th.window, 100)
-	if w := th.Window(); w != 2 {
-		t.Fatalf("window grew to %d while a signal fires, want 2", w)
+	if w := th.Status().Window; w != 2 {
+		t.Fatalf("window grew to %d while a trigger fires, want 2", w)
 	}
 }
 
-// TestSnapshotHoldAgreesWithSignals flips three signals at random as fast as they are evaluated while
-// snapshots are taken: every snapshot shows growth held exactly when one of its signals fires, and so does the
-// window once the signals stop.
-func TestSnapshotHoldAgreesWithSignals(t *testing.T) {
+// TestStatusHoldAgreesWithTriggers flips three triggers at random as fast as they are evaluated while
+// statuses are read: every status shows growth held exactly when one of its triggers fires, and so does the
+// window once the triggers stop.
+func TestStatusHoldAgreesWithTriggers(t *testing.T) {
 	flipping := func(seed uint64) func(context.Context) (bool, error) {
-		rng := rand.New(rand.NewPCG(seed, 1)) // used by this signal's goroutine only
+		rng := rand.New(rand.NewPCG(seed, 1)) // used by this trigger's goroutine only
 		return func(context.Context) (bool, error) { return rng.IntN(3) == 0, nil }
 	}
 	th := NewThrottler(Config{DisableMetrics: true, Interval: time.Millisecond,
-		Signals: []Signal{{Name: "a", Func: flipping(1)}, {Name: "b", Func: flipping(2)}, {Name: "c", Func: flipping(3)}}})
+		Triggers: []Trigger{{Name: "a", Func: flipping(1)}, {Name: "b", Func: flipping(2)}, {Name: "c", Func: flipping(3)}}})
 	defer th.Close()
 
-	const evaluations = 200 // per signal: enough flips that an unordered hold shows up
+	const evaluations = 200 // per trigger: enough flips that an unordered hold shows up
 	deadline := time.Now().Add(5 * time.Second)
 	for done := false; !done; {
-		s := th.Snapshot()
+		s := th.Status()
 		anyFiring := false
 		done = true
-		for _, sig := range s.Signals {
+		for _, sig := range s.Triggers {
 			anyFiring = anyFiring || sig.Firing
 			done = done && sig.Evaluations >= evaluations
 		}
 		if s.GrowthHeld != anyFiring {
-			t.Fatalf("snapshot shows growth held=%t with signals %+v", s.GrowthHeld, s.Signals)
+			t.Fatalf("status shows growth held=%t with triggers %+v", s.GrowthHeld, s.Triggers)
 		}
 		if time.Now().After(deadline) {
 			break // a loaded machine evaluates less often; the invariant has been checked all along
 		}
 	}
 	th.Close()
-	s := th.Snapshot()
-	anyFiring := s.Signals[0].Firing || s.Signals[1].Firing || s.Signals[2].Firing
+	s := th.Status()
+	anyFiring := s.Triggers[0].Firing || s.Triggers[1].Firing || s.Triggers[2].Firing
 	if th.window.Held() != anyFiring || s.GrowthHeld != anyFiring {
-		t.Fatalf("after Close: window held=%t, snapshot held=%t, signals %+v", th.window.Held(), s.GrowthHeld, s.Signals)
+		t.Fatalf("after Close: window held=%t, status held=%t, triggers %+v", th.window.Held(), s.GrowthHeld, s.Triggers)
 	}
 }
 
-func TestCloseStopsSignalsAndIsIdempotent(t *testing.T) {
+func TestCloseStopsTriggersAndIsIdempotent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int32
-		th := NewThrottler(Config{DisableMetrics: true, Signals: []Signal{{Interval: time.Second,
+		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{Interval: time.Second,
 			Func: func(ctx context.Context) (bool, error) {
 				calls.Add(1)
 				<-ctx.Done() // Close must cancel an evaluation in progress
@@ -270,9 +270,9 @@ func TestCloseStopsSignalsAndIsIdempotent(t *testing.T) {
 		time.Sleep(time.Minute)
 		synctest.Wait()
 		if calls.Load() != n {
-			t.Fatal("signal evaluated after Close")
+			t.Fatal("trigger evaluated after Close")
 		}
-		if s := th.Snapshot().Signals[0]; s.Evaluations != 0 {
+		if s := th.Status().Triggers[0]; s.Evaluations != 0 {
 			t.Fatalf("an evaluation cut short by Close was recorded: %+v", s)
 		}
 	})
@@ -281,7 +281,7 @@ func TestCloseStopsSignalsAndIsIdempotent(t *testing.T) {
 func TestNewStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
 	calls := make(chan struct{}, 100)
-	h := New(Config{Context: ctx, DisableMetrics: true, Signals: []Signal{{Interval: time.Millisecond, Func: func(context.Context) (bool, error) {
+	h := New(Config{Context: ctx, DisableMetrics: true, Triggers: []Trigger{{Interval: time.Millisecond, Func: func(context.Context) (bool, error) {
 		select {
 		case calls <- struct{}{}:
 		default:
@@ -293,5 +293,5 @@ func TestNewStopsWithContext(t *testing.T) {
 	}
 	<-calls
 	cancel()
-	// goleak in TestMain fails the package if the signal goroutine outlives the cancelled context.
+	// goleak in TestMain fails the package if the trigger goroutine outlives the cancelled context.
 }

@@ -10,7 +10,7 @@ func TestTracker(t *testing.T) {
 	type step struct {
 		at      time.Duration
 		verdict Verdict
-		want    State
+		want    TriggerState
 	}
 	E, F, N, X, I := VerdictError, VerdictFalse, VerdictNoData, VerdictFiring, VerdictInvalid
 	tests := []struct {
@@ -19,63 +19,63 @@ func TestTracker(t *testing.T) {
 		steps []step
 	}{
 		{"fresh verdicts pass through", FailOpen, []step{
-			{0, N, State{Verdict: N}},
-			{time.Second, F, State{Verdict: F}},
-			{2 * time.Second, X, State{Firing: true, Verdict: X}},
-			{3 * time.Second, N, State{Verdict: N}},
+			{0, N, TriggerState{Verdict: N}},
+			{time.Second, F, TriggerState{Verdict: F}},
+			{2 * time.Second, X, TriggerState{Firing: true, Verdict: X}},
+			{3 * time.Second, N, TriggerState{Verdict: N}},
 		}},
 		{"error before any success: fail-open at once", FailOpen, []step{
-			{0, E, State{Verdict: E, Stale: true}},
+			{0, E, TriggerState{Verdict: E, Stale: true}},
 		}},
 		{"error before any success: fail-closed at once", FailClosed, []step{
-			{0, E, State{Firing: true, Verdict: E, Stale: true}},
+			{0, E, TriggerState{Firing: true, Verdict: E, Stale: true}},
 		}},
 		{"firing kept through errors until staleness, then fail-open", FailOpen, []step{
-			{0, X, State{Firing: true, Verdict: X}},
-			{10 * time.Second, E, State{Firing: true, Verdict: E, Held: true}},
-			{59 * time.Second, E, State{Firing: true, Verdict: E, Held: true}},
-			{60 * time.Second, E, State{Firing: false, Verdict: E, Stale: true}},
-			{90 * time.Second, E, State{Firing: false, Verdict: E, Stale: true}},
+			{0, X, TriggerState{Firing: true, Verdict: X}},
+			{10 * time.Second, E, TriggerState{Firing: true, Verdict: E, Held: true}},
+			{59 * time.Second, E, TriggerState{Firing: true, Verdict: E, Held: true}},
+			{60 * time.Second, E, TriggerState{Firing: false, Verdict: E, Stale: true}},
+			{90 * time.Second, E, TriggerState{Firing: false, Verdict: E, Stale: true}},
 		}},
 		{"not firing kept through errors, then fail-closed", FailClosed, []step{
-			{0, F, State{Verdict: F}},
-			{30 * time.Second, E, State{Verdict: E, Held: true}},
-			{60 * time.Second, E, State{Firing: true, Verdict: E, Stale: true}},
+			{0, F, TriggerState{Verdict: F}},
+			{30 * time.Second, E, TriggerState{Verdict: E, Held: true}},
+			{60 * time.Second, E, TriggerState{Firing: true, Verdict: E, Stale: true}},
 		}},
 		{"no data is a success: it refreshes staleness", FailClosed, []step{
-			{0, N, State{Verdict: N}},
-			{50 * time.Second, N, State{Verdict: N}},
-			{100 * time.Second, E, State{Verdict: E, Held: true}},
-			{110 * time.Second, E, State{Firing: true, Verdict: E, Stale: true}},
+			{0, N, TriggerState{Verdict: N}},
+			{50 * time.Second, N, TriggerState{Verdict: N}},
+			{100 * time.Second, E, TriggerState{Verdict: E, Held: true}},
+			{110 * time.Second, E, TriggerState{Firing: true, Verdict: E, Stale: true}},
 		}},
 		{"invalid never fires, and errors while invalid keep it invalid past staleness", FailClosed, []step{
-			{0, I, State{Verdict: I, Invalid: true}},
-			{10 * time.Second, E, State{Verdict: E, Invalid: true}},
-			{2 * time.Minute, E, State{Verdict: E, Invalid: true}},
-			{3 * time.Minute, I, State{Verdict: I, Invalid: true}},
+			{0, I, TriggerState{Verdict: I, Invalid: true}},
+			{10 * time.Second, E, TriggerState{Verdict: E, Invalid: true}},
+			{2 * time.Minute, E, TriggerState{Verdict: E, Invalid: true}},
+			{3 * time.Minute, I, TriggerState{Verdict: I, Invalid: true}},
 		}},
 		{"invalid under fail-open", FailOpen, []step{
-			{0, I, State{Verdict: I, Invalid: true}},
-			{2 * time.Minute, E, State{Verdict: E, Invalid: true}},
+			{0, I, TriggerState{Verdict: I, Invalid: true}},
+			{2 * time.Minute, E, TriggerState{Verdict: E, Invalid: true}},
 		}},
-		{"a valid signal turning invalid stops firing at once", FailClosed, []step{
-			{0, X, State{Firing: true, Verdict: X}},
-			{10 * time.Second, I, State{Verdict: I, Invalid: true}},
-			{20 * time.Second, E, State{Verdict: E, Invalid: true}},
+		{"a valid trigger turning invalid stops firing at once", FailClosed, []step{
+			{0, X, TriggerState{Firing: true, Verdict: X}},
+			{10 * time.Second, I, TriggerState{Verdict: I, Invalid: true}},
+			{20 * time.Second, E, TriggerState{Verdict: E, Invalid: true}},
 		}},
 		{"a success clears invalid: errors are held, then the fail mode applies again", FailClosed, []step{
-			{0, I, State{Verdict: I, Invalid: true}},
-			{10 * time.Second, X, State{Firing: true, Verdict: X}},
-			{20 * time.Second, E, State{Firing: true, Verdict: E, Held: true}},
-			{70 * time.Second, E, State{Firing: true, Verdict: E, Stale: true}},
-			{80 * time.Second, N, State{Verdict: N}},
-			{90 * time.Second, E, State{Verdict: E, Held: true}},
+			{0, I, TriggerState{Verdict: I, Invalid: true}},
+			{10 * time.Second, X, TriggerState{Firing: true, Verdict: X}},
+			{20 * time.Second, E, TriggerState{Firing: true, Verdict: E, Held: true}},
+			{70 * time.Second, E, TriggerState{Firing: true, Verdict: E, Stale: true}},
+			{80 * time.Second, N, TriggerState{Verdict: N}},
+			{90 * time.Second, E, TriggerState{Verdict: E, Held: true}},
 		}},
 		{"a success after staleness recovers at once", FailClosed, []step{
-			{0, F, State{Verdict: F}},
-			{2 * time.Minute, E, State{Firing: true, Verdict: E, Stale: true}},
-			{2*time.Minute + time.Second, F, State{Verdict: F}},
-			{2*time.Minute + 2*time.Second, E, State{Verdict: E, Held: true}},
+			{0, F, TriggerState{Verdict: F}},
+			{2 * time.Minute, E, TriggerState{Firing: true, Verdict: E, Stale: true}},
+			{2*time.Minute + time.Second, F, TriggerState{Verdict: F}},
+			{2*time.Minute + 2*time.Second, E, TriggerState{Verdict: E, Held: true}},
 		}},
 	}
 	for _, tt := range tests {

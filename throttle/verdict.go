@@ -9,7 +9,7 @@ import (
 	"github.com/prometheus/common/model"
 )
 
-// Verdict is what one evaluation of a signal found.
+// Verdict is what one evaluation of a trigger found.
 type Verdict uint8
 
 const (
@@ -21,12 +21,12 @@ const (
 	// VerdictFiring means at least one non-zero sample or a non-zero scalar.
 	VerdictFiring
 	// VerdictError means the evaluation failed in a way that may pass: Prometheus unreachable, slower than the
-	// timeout, a 5xx, a 422 execution error, a malformed body. The signal's previous state is kept for
+	// timeout, a 5xx, a 422 execution error, a malformed body. The trigger's previous state is kept for
 	// Config.Staleness, then Config.FailMode decides.
 	VerdictError
 	// VerdictInvalid means the query can never succeed as written: Prometheus rejected it as bad_data (a PromQL
 	// syntax or type error), or it yields a range vector or a string. It is a configuration bug, not
-	// backpressure: the signal does not fire in either fail mode, and stays invalid until an evaluation succeeds.
+	// backpressure: the trigger does not fire in either fail mode, and stays invalid until an evaluation succeeds.
 	VerdictInvalid
 )
 
@@ -49,7 +49,7 @@ func (v Verdict) String() string {
 	return "unknown"
 }
 
-// ErrUnsupportedResult reports a query result that cannot be read as a signal (a range vector or a string).
+// ErrUnsupportedResult reports a query result that that cannot say whether a trigger fires (a range vector or a string).
 var ErrUnsupportedResult = errors.New("throttle: query result is not an instant vector or a scalar")
 
 // Classify turns a PromQL result into a Verdict.

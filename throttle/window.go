@@ -11,7 +11,7 @@ const MaxWindow = 1<<21 - 1
 //	bits  0..20  in-flight requests
 //	bits 21..41  completions counted toward the current round
 //	bits 42..62  window size
-//	bit  63      hold: a signal fires, so completions do not grow the window
+//	bit  63      hold: a trigger fires, so completions do not grow the window
 const (
 	fieldBits   = 21
 	fieldMask   = 1<<fieldBits - 1
@@ -103,7 +103,7 @@ func (w *Window) Release() {
 }
 
 // Backoff halves the window, never below min, and starts a new growth round. It returns the new size.
-// The caller decides how often to back off: throttle does it once per evaluation of a firing signal.
+// The caller decides how often to back off: throttle does it once per evaluation of a firing trigger.
 func (w *Window) Backoff() int {
 	for {
 		s := w.state.Load()
@@ -115,7 +115,7 @@ func (w *Window) Backoff() int {
 	}
 }
 
-// SetHold turns growth off (true) or back on (false). Throttle holds the window while any signal fires.
+// SetHold turns growth off (true) or back on (false). Throttle holds the window while any trigger fires.
 func (w *Window) SetHold(hold bool) {
 	for {
 		s := w.state.Load()

@@ -147,7 +147,7 @@ func TestWindowBackoffStartsANewRound(t *testing.T) {
 func TestWindowInFlightAboveWindowAfterBackoff(t *testing.T) {
 	w := NewWindow(1, 64)
 	saturate(w, 1+2+3+4+5+6+7) // window 8, 8 in flight
-	w.SetHold(true)            // as while the signal that caused the backoff fires
+	w.SetHold(true)            // as while the trigger that caused the backoff fires
 	w.Backoff()
 	if w.Size() != 4 || w.InFlight() != 8 {
 		t.Fatalf("window %d in flight %d, want 4 and 8", w.Size(), w.InFlight())

@@ -183,7 +183,7 @@ func run(p params) error {
 	query := fmt.Sprintf(`backend_in_flight{phase="throttled"} > %d`, p.k)
 	th := throttle.NewThrottler(throttle.Config{
 		PrometheusURL: prom.url,
-		Signals:       []throttle.Signal{{Name: "backend_in_flight", Query: query}},
+		Triggers:      []throttle.Trigger{{Name: "backend_in_flight", Query: query}},
 		Interval:      p.interval,
 		Timeout:       p.interval,
 		WindowMin:     max(1, p.k/10),
@@ -237,7 +237,7 @@ func attack(name string, b *backend, th *throttle.Throttler, p params, rate floa
 			}
 			s := sample{at: time.Since(start), inFlight: b.inFlight.Load()}
 			if th != nil {
-				snap := th.Snapshot()
+				snap := th.Status()
 				s.window, s.admitted, s.rejected = snap.Window, snap.Admitted, snap.Rejected
 			}
 			out.samples = append(out.samples, s)

@@ -7,7 +7,7 @@ import (
 	"sync"
 )
 
-// Reading is one signal's last load, as reported by Stats for a combined signal.
+// Reading is one signal's last load, as reported by Status for a combined signal.
 type Reading struct {
 	Signal string  `json:"signal"`
 	Load   float64 `json:"load"`
@@ -87,7 +87,7 @@ func (c *Combined) Readings() []Reading {
 // Signals returns the combined signals, in order.
 func (c *Combined) Signals() []Signal { return append([]Signal(nil), c.signals...) }
 
-// String describes the signal, for logs and Stats.
+// String describes the signal, for logs and Status.
 func (c *Combined) String() string { return "max(" + strings.Join(c.names, ", ") + ")" }
 
 // signalReason is what a built-in signal says about its source, or "".

@@ -97,11 +97,11 @@ func TestDefaultSignalCombinesCPUAndSchedLatency(t *testing.T) {
 	if r := d.Readings(); r[0].Reason == "" {
 		t.Fatal("the CPU reading does not say what it reads")
 	}
-	// With nothing configured, the Shedder uses it and says so in Stats.
+	// With nothing configured, the Shedder uses it and says so in Status.
 	s := NewShedder(Config{DisableMetrics: true})
 	defer s.Close()
-	st := s.Stats()
+	st := s.Status()
 	if !strings.HasPrefix(st.Signal, "max(CPU of ") || !strings.Contains(st.Signal, "scheduler latency") || len(st.Readings) != 2 {
-		t.Fatalf("Stats = %+v; want the default combined signal with two readings", st)
+		t.Fatalf("Status = %+v; want the default combined signal with two readings", st)
 	}
 }

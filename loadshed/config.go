@@ -4,7 +4,9 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"strings"
 	"time"
+	"unicode"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,14 +46,16 @@ type Config struct {
 	// Optional. Default: 1.0
 	CriticalUpper float64
 
-	// DryRun computes and counts every decision but rejects nothing, to watch the shedder before enforcing it.
+	// DryRun computes and counts every decision but rejects nothing, to watch the shedder before enforcing it: a
+	// request it would reject is counted as rejected (in Status and the metrics) and served.
 	//
 	// Optional. Default: false
 	DryRun bool
 
 	// Signal is the load measurement. Implement Signal for memory, queue time or any other resource.
 	//
-	// Optional. Default: NewCPU(CPUs), the CPU the process may use (its cgroup's limit, else the host's)
+	// Optional. Default: DefaultSignal(CPUs), the highest of the utilisation of the CPU the process may use and
+	// its goroutines' scheduling latency
 	Signal Signal
 
 	// CPUs overrides the number of CPUs the default CPU signal divides usage by. Ignored when Signal is set.
@@ -72,36 +76,38 @@ type Config struct {
 	// Optional. Default: 0.2 (about 100ms of memory at the default Interval)
 	Smoothing float64
 
-	// OnShed answers a rejected request.
+	// OnReject answers a request the middleware rejects. Before calling it the middleware sets the
+	// Retry-After and Fiberguard-Rejected-By headers (see RetryAfter and Name).
 	//
-	// Optional. Default: 503 Service Unavailable with a Retry-After header, written without allocating
-	OnShed fiber.Handler
+	// Optional. Default: 503 with a short text body naming the module (see ConfigDefault)
+	OnReject fiber.Handler
 
-	// RetryAfter is the Retry-After header of the default OnShed, rounded up to whole seconds. A negative value
-	// omits the header.
+	// RetryAfter is the Retry-After header of a rejection: whole seconds, rounded up, at least 1.
+	// A negative value sends no Retry-After.
 	//
-	// Optional. Default: 1s
+	// Optional. Default: time.Second
 	RetryAfter time.Duration
 
-	// Registerer receives the metrics. A collector already registered under the same Name is logged and skipped.
-	//
-	// Optional. Default: prometheus.DefaultRegisterer
-	Registerer prometheus.Registerer
-
-	// DisableMetrics turns the Prometheus metrics off.
-	//
-	// Optional. Default: false
-	DisableMetrics bool
-
-	// Name tells instances apart: it is the value of the "shedder" label of every metric.
+	// Name identifies this instance: the `name` label of every metric and the second part of the
+	// Fiberguard-Rejected-By header. Instances registered on one Registerer need distinct names.
 	//
 	// Optional. Default: "default"
 	Name string
 
-	// Context bounds the background sampler of the handler returned by New: cancel it to stop the sampler.
-	// (NewShedder's Close stops it too.)
+	// Registerer receives the metrics.
 	//
-	// Optional. Default: context.Background(), the sampler runs for the life of the process
+	// Optional. Default: nil (prometheus.DefaultRegisterer)
+	Registerer prometheus.Registerer
+
+	// DisableMetrics registers no metrics.
+	//
+	// Optional. Default: false
+	DisableMetrics bool
+
+	// Context stops the background work when done, as Close does: the sampler stops and the middleware keeps
+	// the last load. (Only Close unregisters the metrics.)
+	//
+	// Optional. Default: nil (runs until Close)
 	Context context.Context
 }
 
@@ -114,54 +120,55 @@ var ConfigDefault = Config{
 	CriticalUpper: 1.0,
 	Interval:      20 * time.Millisecond,
 	Smoothing:     0.2,
-	RetryAfter:    time.Second,
-	Name:          "default",
+	OnReject: func(c *fiber.Ctx) error {
+		return c.Status(fiber.StatusServiceUnavailable).SendString("loadshed: overloaded, retry later\n")
+	},
+	RetryAfter: time.Second,
+	Name:       "default",
 }
 
-// configDefault fills the zero fields of the first config with defaults and panics on invalid values.
+// configDefault fills the zero fields of the first config from ConfigDefault. The critical band follows a custom
+// Upper: it starts no lower than Upper and keeps a width where the default one would be empty.
 func configDefault(config ...Config) Config {
-	cfg := ConfigDefault
-	if len(config) > 0 {
-		cfg = config[0]
-		if cfg.Lower == 0 {
-			cfg.Lower = ConfigDefault.Lower
-		}
-		if cfg.Upper == 0 {
-			cfg.Upper = ConfigDefault.Upper
-		}
-		if cfg.CriticalLower == 0 {
-			cfg.CriticalLower = math.Max(ConfigDefault.CriticalLower, cfg.Upper)
-		}
-		if cfg.CriticalUpper == 0 {
-			cfg.CriticalUpper = ConfigDefault.CriticalUpper
-			if cfg.CriticalUpper <= cfg.CriticalLower {
-				cfg.CriticalUpper = cfg.CriticalLower + (cfg.Upper - cfg.Lower)
-			}
-		}
-		if cfg.Interval == 0 {
-			cfg.Interval = ConfigDefault.Interval
-		}
-		if cfg.Smoothing == 0 {
-			cfg.Smoothing = ConfigDefault.Smoothing
-		}
-		if cfg.RetryAfter == 0 {
-			cfg.RetryAfter = ConfigDefault.RetryAfter
-		}
-		if cfg.Name == "" {
-			cfg.Name = ConfigDefault.Name
+	if len(config) == 0 {
+		return ConfigDefault
+	}
+	cfg := config[0]
+	if cfg.Lower == 0 {
+		cfg.Lower = ConfigDefault.Lower
+	}
+	if cfg.Upper == 0 {
+		cfg.Upper = ConfigDefault.Upper
+	}
+	if cfg.CriticalLower == 0 {
+		cfg.CriticalLower = math.Max(ConfigDefault.CriticalLower, cfg.Upper)
+	}
+	if cfg.CriticalUpper == 0 {
+		cfg.CriticalUpper = ConfigDefault.CriticalUpper
+		if cfg.CriticalUpper <= cfg.CriticalLower {
+			cfg.CriticalUpper = cfg.CriticalLower + (cfg.Upper - cfg.Lower)
 		}
 	}
-	if cfg.Registerer == nil {
-		cfg.Registerer = prometheus.DefaultRegisterer
+	if cfg.Interval == 0 {
+		cfg.Interval = ConfigDefault.Interval
 	}
-	if cfg.Context == nil {
-		cfg.Context = context.Background()
+	if cfg.Smoothing == 0 {
+		cfg.Smoothing = ConfigDefault.Smoothing
 	}
-	validate(cfg)
+	if cfg.OnReject == nil {
+		cfg.OnReject = ConfigDefault.OnReject
+	}
+	if cfg.RetryAfter == 0 {
+		cfg.RetryAfter = ConfigDefault.RetryAfter
+	}
+	if cfg.Name == "" {
+		cfg.Name = ConfigDefault.Name
+	}
 	return cfg
 }
 
-func validate(cfg Config) {
+// validate panics, naming the field, on the first invalid value of a config filled by configDefault.
+func (cfg Config) validate() {
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {
 	case !finite(cfg.Lower) || cfg.Lower < 0:
@@ -172,11 +179,15 @@ func validate(cfg Config) {
 		panic(fmt.Sprintf("loadshed: Config.CriticalLower must be at least Config.Lower (%v), got %v", cfg.Lower, cfg.CriticalLower))
 	case !finite(cfg.CriticalUpper) || cfg.CriticalUpper <= cfg.CriticalLower:
 		panic(fmt.Sprintf("loadshed: Config.CriticalUpper must be greater than Config.CriticalLower (%v), got %v", cfg.CriticalLower, cfg.CriticalUpper))
-	case cfg.Interval < 0:
+	case cfg.Interval <= 0:
 		panic(fmt.Sprintf("loadshed: Config.Interval must be positive, got %v", cfg.Interval))
 	case !finite(cfg.Smoothing) || cfg.Smoothing <= 0 || cfg.Smoothing > 1:
 		panic(fmt.Sprintf("loadshed: Config.Smoothing must be in (0, 1], got %v", cfg.Smoothing))
 	case !finite(cfg.CPUs) || cfg.CPUs < 0:
 		panic(fmt.Sprintf("loadshed: Config.CPUs must be >= 0, got %v", cfg.CPUs))
+	case cfg.OnReject == nil:
+		panic("loadshed: Config.OnReject must not be nil")
+	case strings.ContainsFunc(cfg.Name, unicode.IsControl):
+		panic(fmt.Sprintf("loadshed: Config.Name must have no control characters (it is sent in a header), got %q", cfg.Name))
 	}
 }

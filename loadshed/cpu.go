@@ -86,7 +86,7 @@ func (c *CPU) Capacity() float64 {
 // Reason explains the choice of source and capacity.
 func (c *CPU) Reason() string { return c.reason }
 
-// String describes the signal, for logs and Stats.
+// String describes the signal, for logs and Status.
 func (c *CPU) String() string {
 	return fmt.Sprintf("CPU of %s over %s CPUs", c.source, strconv.FormatFloat(c.Capacity(), 'g', 3, 64))
 }

@@ -1,14 +1,18 @@
 package loadshed_test
 
 import (
+	"context"
 	"fmt"
+	"io"
 	"net/http/httptest"
+	"time"
 
 	"github.com/fiberguard/fiberguard/loadshed"
 	"github.com/gofiber/fiber/v2"
 )
 
-// The default: shed by the CPU the process may use, 503 with Retry-After.
+// The default: shed by the CPU the process may use; a rejection is a 503 with Retry-After and
+// Fiberguard-Rejected-By headers.
 func Example() {
 	app := fiber.New()
 	app.Use(loadshed.New())
@@ -16,7 +20,7 @@ func Example() {
 	_ = app // app.Listen(":3000")
 }
 
-// A Shedder owns its sampler: Close stops it. Stats feeds a status page.
+// A Shedder owns its sampler: Close stops it. Status feeds a status page.
 func ExampleNewShedder() {
 	s := loadshed.NewShedder(loadshed.Config{
 		// A custom signal pinned above Upper, so every ordinary request is shed.
@@ -35,18 +39,42 @@ func ExampleNewShedder() {
 		req := httptest.NewRequest("GET", r.path, nil)
 		req.Header.Set("X-Priority", r.priority)
 		resp, _ := app.Test(req)
-		fmt.Printf("%s priority=%q: %d Retry-After=%q\n", r.path, r.priority, resp.StatusCode, resp.Header.Get("Retry-After"))
+		fmt.Printf("%s priority=%q: %d Retry-After=%q Fiberguard-Rejected-By=%q\n", r.path, r.priority,
+			resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Fiberguard-Rejected-By"))
 	}
-	st := s.Stats()
-	fmt.Printf("load %.2f, shed %d, critical admitted %d\n", st.Load, st.Shed, st.CriticalAdmitted)
+	st := s.Status()
+	fmt.Printf("%s: load %.2f, rejected %d, critical admitted %d\n", st.Name, st.Load, st.Rejected, st.CriticalAdmitted)
 	// Output:
-	// / priority="": 503 Retry-After="1"
-	// / priority="critical": 200 Retry-After=""
-	// /healthz priority="": 200 Retry-After=""
-	// load 0.97, shed 1, critical admitted 1
+	// / priority="": 503 Retry-After="1" Fiberguard-Rejected-By="loadshed/default"
+	// / priority="critical": 200 Retry-After="" Fiberguard-Rejected-By=""
+	// /healthz priority="": 200 Retry-After="" Fiberguard-Rejected-By=""
+	// default: load 0.97, rejected 1, critical admitted 1
 }
 
-// Dry-run counts what would be shed and serves everything.
+// OnReject answers a rejected request; the Retry-After and Fiberguard-Rejected-By headers are already set.
+func ExampleConfig_onReject() {
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	app := fiber.New()
+	app.Use(loadshed.New(loadshed.Config{
+		Signal:     loadshed.SignalFunc(func() (float64, error) { return 1, nil }),
+		Name:       "api",
+		RetryAfter: 10 * time.Second,
+		OnReject: func(c *fiber.Ctx) error {
+			return c.Status(fiber.StatusTooManyRequests).JSON(fiber.Map{"error": "overloaded"})
+		},
+		DisableMetrics: true,
+		Context:        ctx, // stops the sampler when done
+	}))
+	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("ok") })
+
+	resp, _ := app.Test(httptest.NewRequest("GET", "/", nil))
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Fiberguard-Rejected-By"), string(body))
+	// Output: 429 10 loadshed/api {"error":"overloaded"}
+}
+
+// Dry-run counts what would be rejected and serves everything.
 func ExampleConfig_dryRun() {
 	s := loadshed.NewShedder(loadshed.Config{
 		Signal:         loadshed.SignalFunc(func() (float64, error) { return 1, nil }),
@@ -58,7 +86,7 @@ func ExampleConfig_dryRun() {
 	app.Use(s.Handler())
 	app.Get("/", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	resp, _ := app.Test(httptest.NewRequest("GET", "/", nil))
-	fmt.Println(resp.StatusCode, s.Stats().Shed)
+	fmt.Println(resp.StatusCode, s.Status().Rejected)
 	// Output: 200 1
 }
 

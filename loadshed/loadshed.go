@@ -1,11 +1,12 @@
 // Package loadshed rejects requests with a probability that grows with the load of the CPU the process may use
 // (its container's limit, not the host's): none below Config.Lower, all above Config.Upper.
+//
+// New returns the middleware; NewShedder returns the Shedder behind it, with Status for a status page and Close
+// to stop its sampler.
 package loadshed
 
 import (
 	"context"
-	"errors"
-	"math"
 	"math/rand/v2"
 	"strconv"
 	"sync"
@@ -13,27 +14,32 @@ import (
 	"time"
 
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/log"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
-// New creates a load-shedding middleware. Its background sampler runs until Config.Context is done; use
-// NewShedder for a handle that can be closed and queried.
+// New creates a load-shedding middleware: NewShedder(config...).Handler(). Its background sampler runs until
+// Config.Context is done (for ever when Context is nil); use NewShedder for a handle that can be closed and
+// queried.
 func New(config ...Config) fiber.Handler {
 	return NewShedder(config...).Handler()
 }
 
-// Shedder owns a background sampler of the load and the middleware that sheds by it. Create it with NewShedder
-// and stop it with Close.
+// Shedder owns a background sampler of the load and the middleware that rejects by it. Create it with
+// NewShedder and stop it with Close.
 type Shedder struct {
+	name     string
 	next     func(*fiber.Ctx) bool
 	critical func(*fiber.Ctx) bool
-	onShed   fiber.Handler
+	onReject fiber.Handler
 	dryRun   bool
+	// The headers of a rejection, built once: retryAfter is nil when no Retry-After is sent.
+	retryAfter, rejectedBy []byte
 
 	policy     Policy
 	signal     Signal
-	signalName string // for Stats: the CPU signal's source and capacity, or "custom"
+	signalName string // for Status: the CPU signal's source and capacity, or "custom"
 	smoothing  float64
+	interval   time.Duration
 
 	state atomic.Pointer[snapshot]
 
@@ -47,71 +53,58 @@ type Shedder struct {
 	metrics   *metrics
 }
 
-// snapshot is what the sampler publishes for the request path: one pointer load per request.
-type snapshot struct {
-	load, normal, critical float64
-}
-
 // decisions counts one priority's outcomes. Padding keeps the two priorities on separate cache lines.
 type decisions struct {
 	admitted atomic.Uint64
-	shed     atomic.Uint64
+	rejected atomic.Uint64
 	_        [48]byte
-}
-
-// Stats is a point-in-time view of a Shedder, for status pages.
-type Stats struct {
-	Load                float64 `json:"load"`
-	Probability         float64 `json:"probability"`
-	CriticalProbability float64 `json:"critical_probability"`
-	Admitted            uint64  `json:"admitted"`
-	Shed                uint64  `json:"shed"`
-	CriticalAdmitted    uint64  `json:"critical_admitted"`
-	CriticalShed        uint64  `json:"critical_shed"`
-	SamplerErrors       uint64  `json:"sampler_errors"`
-	DryRun              bool    `json:"dry_run"`
-	Signal              string  `json:"signal"`
-	// Readings holds each signal's last load when Signal combines several (the default does), and what each
-	// reads and why.
-	Readings []Reading `json:"readings,omitempty"`
 }
 
 // NewShedder validates config (panicking on invalid values, naming the field), takes the first load reading and
 // starts the background sampler.
 func NewShedder(config ...Config) *Shedder {
 	cfg := configDefault(config...)
+	cfg.validate()
 	sig := cfg.Signal
 	if sig == nil {
 		sig = DefaultSignal(cfg.CPUs)
 	}
 	logSignal(sig)
 	s := &Shedder{
+		name:       cfg.Name,
 		next:       cfg.Next,
 		critical:   cfg.Critical,
-		onShed:     cfg.OnShed,
+		onReject:   cfg.OnReject,
 		dryRun:     cfg.DryRun,
+		retryAfter: retryAfterHeader(cfg.RetryAfter),
+		rejectedBy: []byte("loadshed/" + cfg.Name),
 		policy:     Policy{Lower: cfg.Lower, Upper: cfg.Upper, CriticalLower: cfg.CriticalLower, CriticalUpper: cfg.CriticalUpper},
 		signal:     sig,
 		signalName: signalName(sig),
 		smoothing:  cfg.Smoothing,
+		interval:   cfg.Interval,
 		done:       make(chan struct{}),
 	}
-	if s.onShed == nil {
-		s.onShed = unavailable(cfg.RetryAfter)
-	}
-	s.publish(0)
+	s.publish(0, time.Time{})
 	s.sample(true) // the first reading exists before the first request
 
 	if !cfg.DisableMetrics {
-		s.metrics = registerMetrics(cfg.Registerer, cfg.Name, s)
+		reg := cfg.Registerer
+		if reg == nil {
+			reg = prometheus.DefaultRegisterer
+		}
+		s.metrics = registerMetrics(reg, cfg.Name, s)
 	}
-	ctx, cancel := context.WithCancel(cfg.Context)
-	s.cancel = cancel
-	go s.run(ctx, cfg.Interval)
+	ctx := cfg.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, s.cancel = context.WithCancel(ctx)
+	go s.run(ctx)
 	return s
 }
 
-// Handler returns the middleware.
+// Handler returns the middleware. Every call returns the same handler over the Shedder's state.
 func (s *Shedder) Handler() fiber.Handler {
 	return s.handle
 }
@@ -126,9 +119,9 @@ func (s *Shedder) handle(c *fiber.Ctx) error {
 		prob, d = st.critical, &s.crit
 	}
 	if prob > 0 && shed(prob, rand.Float64()) {
-		d.shed.Add(1)
+		d.rejected.Add(1)
 		if !s.dryRun {
-			return s.onShed(c)
+			return s.reject(c)
 		}
 		return c.Next()
 	}
@@ -136,36 +129,36 @@ func (s *Shedder) handle(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// Stats returns the current load, probabilities and counters.
-func (s *Shedder) Stats() Stats {
-	st := s.state.Load()
-	return Stats{
-		Load:                st.load,
-		Probability:         st.normal,
-		CriticalProbability: st.critical,
-		Admitted:            s.normal.admitted.Load(),
-		Shed:                s.normal.shed.Load(),
-		CriticalAdmitted:    s.crit.admitted.Load(),
-		CriticalShed:        s.crit.shed.Load(),
-		SamplerErrors:       s.samplerErrors.Load(),
-		DryRun:              s.dryRun,
-		Signal:              s.signalName,
-		Readings:            s.readings(),
+// reject sets the headers of a rejection and calls OnReject.
+func (s *Shedder) reject(c *fiber.Ctx) error {
+	h := &c.Response().Header
+	if s.retryAfter != nil {
+		h.SetCanonical(retryAfterKey, s.retryAfter)
 	}
+	h.SetCanonical(rejectedByKey, s.rejectedBy)
+	return s.onReject(c)
 }
 
-func (s *Shedder) readings() []Reading {
-	if c, ok := s.signal.(*Combined); ok {
-		return c.Readings()
+var (
+	retryAfterKey = []byte(fiber.HeaderRetryAfter)
+	rejectedByKey = []byte("Fiberguard-Rejected-By")
+)
+
+// retryAfterHeader is the Retry-After value of a rejection: whole seconds, rounded up, at least 1; nil (no
+// header) when d is negative.
+func retryAfterHeader(d time.Duration) []byte {
+	if d < 0 {
+		return nil
 	}
-	if r := signalReason(s.signal); r != "" {
-		return []Reading{{Signal: s.signalName, Load: s.state.Load().load, Reason: r}}
+	secs := int64(d / time.Second)
+	if d%time.Second != 0 || secs == 0 {
+		secs++
 	}
-	return nil
+	return strconv.AppendInt(nil, secs, 10)
 }
 
-// Close stops the sampler, waits for it to exit and unregisters the metrics. The middleware keeps working with
-// the last load. Close is idempotent.
+// Close stops the sampler, waits for it to exit and unregisters the metrics. The middleware keeps answering
+// with the last load. Close is idempotent, safe to call concurrently with requests, and returns nil.
 func (s *Shedder) Close() error {
 	s.closeOnce.Do(func() {
 		s.cancel()
@@ -176,84 +169,3 @@ func (s *Shedder) Close() error {
 	})
 	return nil
 }
-
-func (s *Shedder) run(ctx context.Context, interval time.Duration) {
-	defer close(s.done)
-	t := time.NewTicker(interval)
-	defer t.Stop()
-	for {
-		select {
-		case <-ctx.Done():
-			return
-		case <-t.C:
-			s.sample(false)
-		}
-	}
-}
-
-// errBadReading reports a reading that is not a finite, non-negative number.
-var errBadReading = errors.New("loadshed: signal returned a reading that is not a finite number >= 0")
-
-func validLoad(load float64) bool { return !math.IsNaN(load) && !math.IsInf(load, 0) && load >= 0 }
-
-// logSignal says at start what the load is read from and why: each signal that gives a reason logs it (the CPU
-// signal's source: a cpuacct group apart from the cpu group, no limit, a cpuset; the pressure file).
-func logSignal(sig Signal) {
-	if signalName(sig) == "custom" {
-		return
-	}
-	log.Infof("loadshed: load is %s", signalName(sig))
-	sigs := []Signal{sig}
-	if c, ok := sig.(*Combined); ok {
-		sigs = c.Signals()
-	}
-	for _, s := range sigs {
-		if r := signalReason(s); r != "" {
-			log.Infof("loadshed: %s: %s", signalName(s), r)
-		}
-	}
-}
-
-// sample reads the signal once and publishes the smoothed load. Only NewShedder and the sampler goroutine call it.
-func (s *Shedder) sample(first bool) {
-	load, err := s.signal.Load()
-	if err == nil && !validLoad(load) {
-		err = errBadReading
-	}
-	if err != nil {
-		s.samplerErrors.Add(1)
-		if msg := err.Error(); msg != s.lastErr { // log each new error once, not every interval
-			log.Warnf("loadshed: signal error, keeping the last load: %v", err)
-			s.lastErr = msg
-		}
-		return
-	}
-	s.lastErr = ""
-	s.publish(smooth(s.state.Load().load, load, s.smoothing, first))
-}
-
-func (s *Shedder) publish(load float64) {
-	normal, critical := s.policy.Probabilities(load)
-	s.state.Store(&snapshot{load: load, normal: normal, critical: critical})
-}
-
-// unavailable is the default OnShed: 503 with Retry-After, written without allocating.
-func unavailable(retryAfter time.Duration) fiber.Handler {
-	var header []byte
-	if retryAfter >= 0 {
-		secs := int64((retryAfter + time.Second - 1) / time.Second)
-		header = strconv.AppendInt(nil, secs, 10)
-	}
-	body := []byte("Service Unavailable")
-	return func(c *fiber.Ctx) error {
-		resp := c.Response()
-		resp.SetStatusCode(fiber.StatusServiceUnavailable)
-		if header != nil {
-			resp.Header.SetCanonical(retryAfterKey, header)
-		}
-		resp.SetBodyRaw(body)
-		return nil
-	}
-}
-
-var retryAfterKey = []byte(fiber.HeaderRetryAfter)

@@ -20,16 +20,16 @@ type metrics struct {
 }
 
 func registerMetrics(reg prometheus.Registerer, name string, s *Shedder) *metrics {
-	labels := prometheus.Labels{"shedder": name}
+	labels := prometheus.Labels{"name": name}
 	m := &metrics{
 		reg: reg,
 		s:   s,
 		load: prometheus.NewDesc("fiberguard_loadshed_load",
 			"Smoothed load, as a fraction of capacity.", nil, labels),
 		prob: prometheus.NewDesc("fiberguard_loadshed_probability",
-			"Current probability of shedding a request, by priority.", []string{"priority"}, labels),
+			"Current probability of rejecting a request, by priority.", []string{"priority"}, labels),
 		decisions: prometheus.NewDesc("fiberguard_loadshed_requests_total",
-			"Requests decided, by priority and decision (shed decisions in dry-run mode are counted but served).",
+			"Requests decided, by priority and decision (rejected decisions in dry-run mode are counted but served).",
 			[]string{"priority", "decision"}, labels),
 		errors: prometheus.NewDesc("fiberguard_loadshed_sampler_errors_total",
 			"Load readings that failed; the last good load is kept.", nil, labels),
@@ -55,7 +55,7 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	st := m.s.Stats()
+	st := m.s.Status()
 	dry := 0.0
 	if st.DryRun {
 		dry = 1
@@ -68,9 +68,9 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 		n                  uint64
 	}{
 		{"normal", "admitted", st.Admitted},
-		{"normal", "shed", st.Shed},
+		{"normal", "rejected", st.Rejected},
 		{"critical", "admitted", st.CriticalAdmitted},
-		{"critical", "shed", st.CriticalShed},
+		{"critical", "rejected", st.CriticalRejected},
 	} {
 		ch <- prometheus.MustNewConstMetric(m.decisions, prometheus.CounterValue, float64(d.n), d.priority, d.decision)
 	}

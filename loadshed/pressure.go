@@ -66,7 +66,7 @@ func (p *Pressure) File() string { return p.file }
 // Reason says what the file counts.
 func (p *Pressure) Reason() string { return p.reason }
 
-// String describes the signal, for logs and Stats.
+// String describes the signal, for logs and Status.
 func (p *Pressure) String() string { return "CPU pressure of " + p.file }
 
 // Load returns the share of time since the previous call during which some task waited for a CPU. The first call

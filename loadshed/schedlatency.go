@@ -87,7 +87,7 @@ func newSchedLatency(target time.Duration, buckets []float64, read func([]uint64
 // Target is the latency at which the load is 1.
 func (s *SchedLatency) Target() time.Duration { return s.target }
 
-// String describes the signal, for logs and Stats.
+// String describes the signal, for logs and Status.
 func (s *SchedLatency) String() string {
 	return fmt.Sprintf("scheduler latency p%g over %v", s.quantile*100, s.target)
 }

@@ -8,7 +8,7 @@
 //
 // It prints Markdown: the environments (the app's groups as /proc/PID/cgroup shows them, its GOMAXPROCS), a table
 // of shed fractions (rows: environment × scenario; columns: signals) with each scenario's goal, and per cell what
-// loadshed's /stats says of its signal, its last load and the app's own CPU use.
+// loadshed's Status (GET /stats) says of its signal, its last load and the app's own CPU use.
 package main
 
 import (
@@ -126,7 +126,7 @@ func runApp(mode, signal string, iterations int, spin bool, addr string) error {
 		}
 		s := loadshed.NewShedder(loadshed.Config{Signal: sig}) // after AwaitStart: the signal sees the app's groups
 		defer func() { _ = s.Close() }()
-		spec.Middleware, spec.Stats = s.Handler(), func() any { return s.Stats() }
+		spec.Middleware, spec.Stats = s.Handler(), func() any { return s.Status() }
 	}
 	if spin {
 		scenario.Spin(runtime.GOMAXPROCS(0))
@@ -137,7 +137,7 @@ func runApp(mode, signal string, iterations int, spin bool, addr string) error {
 // cell is one measurement.
 type cell struct {
 	out, quiet scenario.Outcome // quiet: the starved cell's reference run
-	stats      loadshed.Stats
+	status     loadshed.Status
 	appCPU     float64 // CPUs the app used during the measurement
 	hostCPU    float64 // CPUs the whole host used during it (app, neighbours, driver and anyone else)
 }
@@ -235,7 +235,7 @@ func (d *driver) measureEnv(env environment, cells map[string]cell) (*envInfo, e
 				return nil, fmt.Errorf("%s, signal %s: %w", scen, sig, err)
 			}
 			log.Printf("%s / %s / %s: shed %s, %+v, load %.2f, app CPU %.2f", env.name, scen, sig,
-				scenario.Pct(c.out.ShedFrac()), c.out, c.stats.Load, c.appCPU)
+				scenario.Pct(c.out.ShedFrac()), c.out, c.status.Load, c.appCPU)
 			cells[key(env.name, scen, sig)] = c
 		}
 	}
@@ -266,7 +266,7 @@ func (d *driver) measureCell(scen, sig string, starvedCap float64) (cell, error)
 		}
 		wall := time.Since(t0).Seconds()
 		c.appCPU, c.hostCPU = (cpu1-cpu0).Seconds()/wall, (host1-host0).Seconds()/wall
-		return a.GetJSON("/stats", &c.stats)
+		return a.GetJSON("/stats", &c.status)
 	}
 	switch scen {
 	case "idle":
@@ -375,7 +375,7 @@ func (d *driver) print(cells map[string]cell, infos map[string]*envInfo) {
 	}
 
 	fmt.Printf("\nWhat loadshed reports (GET /stats at the end of each cell), and the CPU the app and the whole host used during it:\n\n")
-	fmt.Printf("| environment | scenario | signal | Stats.Signal | Stats.Load | app CPU (cores) | host CPU (cores) | offered req/s |\n")
+	fmt.Printf("| environment | scenario | signal | Status.Signal | Status.Load | app CPU (cores) | host CPU (cores) | offered req/s |\n")
 	fmt.Printf("|---|---|---|---|---:|---:|---:|---:|\n")
 	for _, name := range p.envs {
 		env := environmentNamed(name)
@@ -386,7 +386,7 @@ func (d *driver) print(cells map[string]cell, infos map[string]*envInfo) {
 			for _, sig := range p.signals {
 				c := cells[key(name, scen, sig)]
 				fmt.Printf("| %s | %s | %s | %s | %.2f | %.2f | %.2f | %.0f |\n", name, scen, sig,
-					strings.ReplaceAll(c.stats.Signal, "|", `\|`), c.stats.Load, c.appCPU, c.hostCPU, c.out.Offered)
+					strings.ReplaceAll(c.status.Signal, "|", `\|`), c.status.Load, c.appCPU, c.hostCPU, c.out.Offered)
 			}
 		}
 	}

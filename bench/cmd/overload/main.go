@@ -105,7 +105,7 @@ func runApp(mode, signal string, iterations int, addr string, cfg loadshed.Confi
 		cfg.Signal = sig
 		s := loadshed.NewShedder(cfg) // after AwaitStart: the signal sees the app's cgroup
 		defer func() { _ = s.Close() }()
-		spec.Middleware, spec.Stats = s.Handler(), func() any { return s.Stats() }
+		spec.Middleware, spec.Stats = s.Handler(), func() any { return s.Status() }
 	case "bbr":
 		spec.Middleware = bench.BBRMiddleware(bbr.NewLimiter())
 	case "failsafe":

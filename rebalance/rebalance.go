@@ -4,6 +4,13 @@
 // connections stay on the nodes that were up first. Once per interval each node compares its open connections with
 // the cluster average (read from Prometheus, or from any ClusterSource); a node at or above the threshold answers a
 // few requests normally but with "Connection: close", and those clients reconnect through the load balancer.
+//
+// The middleware never rejects a request, so unlike the suite's other middlewares it has no OnReject or
+// RetryAfter and sets no Fiberguard-Rejected-By header: a shed request gets its usual answer, and only its
+// connection closes after it.
+//
+// New and NewRebalancer do not block: they start one goroutine, whose first comparison runs at once; Status
+// reports DecisionStarting (UpdatedAt nil) until it ends, within one Interval even when the source hangs.
 package rebalance
 
 import (
@@ -11,16 +18,18 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// New creates a Rebalancer and returns its handler. Its background loop runs until Config.Context is done or
-// Config.App shuts down; use NewRebalancer for a handle with Close and Status.
+// New returns the middleware: NewRebalancer(config...).Handler(). Its background loop runs until Config.Context
+// is done or Config.App shuts down (with neither, for the life of the process); use NewRebalancer for a handle
+// with Status and Close.
 //
 // New panics when the config is invalid, naming the field.
 func New(config ...Config) fiber.Handler {
 	return NewRebalancer(config...).Handler()
 }
 
-// NewRebalancer validates the config and starts the background loop; the first comparison runs at once. The loop
-// stops on Close, when Config.Context is done, or when Config.App shuts down.
+// NewRebalancer validates the config and starts the background loop; the first comparison runs at once, and
+// NewRebalancer returns without waiting for it. The loop stops on Close, when Config.Context is done, or when
+// Config.App shuts down.
 //
 // NewRebalancer panics when the config is invalid, naming the field.
 func NewRebalancer(config ...Config) *Rebalancer {
@@ -34,9 +43,10 @@ func NewRebalancer(config ...Config) *Rebalancer {
 	return r
 }
 
-// Handler returns the middleware. A request that finds budget left is answered as usual, with
-// "Connection: close", so its client reconnects through the load balancer; a connection that closes anyway is
-// never counted as shed. The handler takes no lock and allocates nothing.
+// Handler returns the middleware; every call returns an equivalent handler over the same state. A request that
+// finds budget left is answered as usual, with "Connection: close", so its client reconnects through the load
+// balancer; a connection that closes anyway is never counted as shed. No request is rejected. The handler takes
+// no lock and allocates nothing; after Close it passes every request through.
 func (r *Rebalancer) Handler() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if r.next != nil && r.next(c) {

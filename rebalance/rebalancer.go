@@ -11,7 +11,7 @@ import (
 )
 
 // Rebalancer owns the background loop that compares this node with the cluster, and the handler that spends the
-// shed budget. Create it with NewRebalancer, mount Handler, and call Close to stop the loop.
+// shed budget. Create it with NewRebalancer, mount Handler, read Status, and call Close to stop the loop.
 type Rebalancer struct {
 	name        string
 	next        func(c *fiber.Ctx) bool
@@ -80,8 +80,9 @@ func (r *Rebalancer) start(parent context.Context) {
 	go r.run(ctx)
 }
 
-// Close stops the loop and waits for it to end: shedding stops and the metrics are unregistered. It is safe to
-// call more than once; the handler keeps passing requests through afterwards.
+// Close stops the loop and waits for it to end: shedding stops, the metrics are unregistered, and the idle
+// connections of the Rebalancer's own Prometheus transport are closed. It is idempotent, always returns nil, and
+// is safe to call while requests are served: the handler passes them through afterwards, unshed.
 func (r *Rebalancer) Close() error {
 	r.closeOnce.Do(func() {
 		r.cancel()

@@ -37,6 +37,8 @@ const (
 	// defaults (ShedRate 0.005: one connection per second per node at an average of 40) the two full nodes hand
 	// back 2 connections a second between them, so it takes about 15-25 s; the bound leaves room for a loaded CI.
 	rbConverge = 90 * time.Second
+	// rbName is every node's Config.Name: the same on each node, as one service's nodes would have it.
+	rbName = "api"
 )
 
 // TestRebalance runs three Fiber nodes behind a real HAProxy (TCP mode, leastconn), with a real Prometheus
@@ -89,6 +91,10 @@ func testRebalanceOn(t *testing.T) {
 		if s := n.rb.Status(); s.Shed != 0 {
 			t.Fatalf("%s shed %d connections before the third node started, want none: %+v", n.name, s.Shed, s)
 		}
+	}
+	// Prometheus scrapes each node's series with its Config.Name as the name label.
+	if v := promVector(t, prom.URL(), `fiberguard_rebalance_open_connections{name="`+rbName+`"}`); len(v) != 2 {
+		t.Fatalf("series named %s: %v, want one per running node", rbName, v)
 	}
 
 	// Scale out: the third node starts empty; the balancer places only new connections.
@@ -213,6 +219,11 @@ func TestRebalanceStaleReading(t *testing.T) {
 	}
 	prom := promserver.Start(t, promserver.Config{Targets: addrs, ScrapeInterval: time.Second})
 
+	// The lingering node's queries go through a RoundTripper of the test's: Config.RoundTripper carries them.
+	lingeringTr := &http.Transport{}
+	defer lingeringTr.CloseIdleConnections()
+	lingeringRT := &countingRoundTripper{next: lingeringTr}
+
 	node := func(cfg rebalance.Config) *rebalance.Rebalancer {
 		cfg.PrometheusURL = prom.URL()
 		cfg.Connections = func() int { return 60 } // balance 0.5 against 40
@@ -223,7 +234,8 @@ func TestRebalanceStaleReading(t *testing.T) {
 		return r
 	}
 	byDefault := node(rebalance.Config{})
-	lingering := node(rebalance.Config{Query: lingeringQuery, TimestampQuery: lingeringTimestampQuery, MaxAge: lingeringMaxAge})
+	lingering := node(rebalance.Config{Query: lingeringQuery, TimestampQuery: lingeringTimestampQuery, MaxAge: lingeringMaxAge,
+		RoundTripper: lingeringRT, Name: "lingering"})
 
 	tr := &http.Transport{}
 	defer tr.CloseIdleConnections()
@@ -250,6 +262,10 @@ func TestRebalanceStaleReading(t *testing.T) {
 	})
 	if r := read(readLingering); r.Nodes != 3 || r.Average != 40 || time.Since(r.At) > lingeringMaxAge {
 		t.Fatalf("reading of the live targets %+v, want 40 over 3 nodes, fresh", r)
+	}
+	if n, s := lingeringRT.count.Load(), lingering.Status(); n < 2 || s.Name != "lingering" || s.UpdatedAt == nil {
+		t.Fatalf("%d requests through Config.RoundTripper and status %+v, want the 2 queries of an interval at least, "+
+			"named lingering, updated", n, s)
 	}
 
 	stopped := time.Now()
@@ -297,6 +313,17 @@ func TestRebalanceStaleReading(t *testing.T) {
 	}
 }
 
+// countingRoundTripper counts the requests it carries to Prometheus.
+type countingRoundTripper struct {
+	next  http.RoundTripper
+	count atomic.Int64
+}
+
+func (c *countingRoundTripper) RoundTrip(req *http.Request) (*http.Response, error) {
+	c.count.Add(1)
+	return c.next.RoundTrip(req)
+}
+
 // waitUntil polls cond every 100 ms, failing t when it does not hold within d.
 func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 	t.Helper()
@@ -307,6 +334,28 @@ func waitUntil(t *testing.T, d time.Duration, what string, cond func() bool) {
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
+}
+
+// promVector runs an instant query against the Prometheus at url.
+func promVector(t *testing.T, url, query string) model.Vector {
+	t.Helper()
+	tr := &http.Transport{}
+	defer tr.CloseIdleConnections()
+	client, err := promapi.NewClient(promapi.Config{Address: url, RoundTripper: tr})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	v, _, _, err := promv1.NewAPI(client).Query(ctx, query, time.Now())
+	if err != nil {
+		t.Fatalf("query %s: %v", query, err)
+	}
+	vector, ok := v.(model.Vector)
+	if !ok {
+		t.Fatalf("query %s returned %s, want a vector", query, v.Type())
+	}
+	return vector
 }
 
 // within reports whether every node's count is within threshold of their average.
@@ -350,6 +399,7 @@ func startNode(t *testing.T, i int, addr, metricsAddr, promURL string) *rbNode {
 			App:            n.app,
 			PrometheusURL:  promURL,
 			MinConnections: 10,
+			Name:           rbName,
 			Registerer:     reg,
 		})
 		n.app.Use(n.rb.Handler())

@@ -26,14 +26,16 @@ type Config struct {
 	// Optional. Default: ""
 	PrometheusURL string
 
-	// Queries are PromQL backpressure triggers, each evaluated by its own goroutine every Interval. A query fires
-	// when it returns at least one non-zero sample or a non-zero scalar, so both `x > 0.5` and `x > bool 0.5`
-	// work. Their metric label is "query_<index>"; use Triggers to name them.
+	// Queries are PromQL triggers, shorthand for Triggers with only a Query: each is evaluated by its own
+	// goroutine every Interval. A query fires when it returns at least one non-zero sample or a non-zero scalar,
+	// so both `x > 0.5` and `x > bool 0.5` work. Their names (the "trigger" label of the metrics) are
+	// "query_<index>"; use Triggers to name them.
 	//
 	// Optional. Default: nil
 	Queries []string
 
-	// Triggers are named triggers: PromQL queries or in-process Go functions, each with optional cadence.
+	// Triggers are the backpressure signals steering the window: PromQL queries or in-process funcs that fire or
+	// not, each with its own name and optional cadence.
 	//
 	// Optional. Default: nil
 	Triggers []Trigger
@@ -75,101 +77,93 @@ type Config struct {
 	// Optional. Default: 1000 (or WindowMin if larger)
 	WindowMax int
 
-	// StatusCode is the status of the default LimitReached response.
+	// OnReject answers a request the middleware rejects because the window is full. Before calling it the
+	// middleware sets the Retry-After and Fiberguard-Rejected-By headers (see RetryAfter and Name).
 	//
-	// Optional. Default: 503
-	StatusCode int
+	// Optional. Default: 503 with a short text body naming the module (see ConfigDefault)
+	OnReject fiber.Handler
 
-	// RetryAfter is the Retry-After header of the default LimitReached response, rounded up to whole seconds.
-	// A negative value omits the header.
+	// RetryAfter is the Retry-After header of a rejection: whole seconds, rounded up, at least 1.
+	// A negative value sends no Retry-After.
 	//
-	// Optional. Default: 1s
+	// Optional. Default: time.Second
 	RetryAfter time.Duration
-
-	// LimitReached answers a request rejected because the window is full.
-	//
-	// Optional. Default: StatusCode with a Retry-After header and an empty body, written without allocating
-	LimitReached fiber.Handler
 
 	// RoundTripper carries the Prometheus API requests (add authentication or TLS here).
 	//
-	// Optional. Default: the client_golang API default transport
+	// Optional. Default: nil (the Prometheus client's default transport)
 	RoundTripper http.RoundTripper
 
-	// Registerer receives the metrics. A collector already registered under the same Name is logged and skipped.
-	//
-	// Optional. Default: prometheus.DefaultRegisterer
-	Registerer prometheus.Registerer
-
-	// DisableMetrics turns the Prometheus metrics off.
-	//
-	// Optional. Default: false
-	DisableMetrics bool
-
-	// Name tells instances apart: it is the value of the "throttle" label of every metric.
+	// Name identifies this instance: the `name` label of every metric and the second part of the
+	// Fiberguard-Rejected-By header. Instances registered on one Registerer need distinct names.
 	//
 	// Optional. Default: "default"
 	Name string
 
-	// Context bounds the trigger goroutines of the handler returned by New: cancel it to stop them.
-	// (NewThrottler's Close stops them too.)
+	// Registerer receives the metrics.
 	//
-	// Optional. Default: context.Background(), the goroutines run for the life of the process
+	// Optional. Default: nil (prometheus.DefaultRegisterer)
+	Registerer prometheus.Registerer
+
+	// DisableMetrics registers no metrics.
+	//
+	// Optional. Default: false
+	DisableMetrics bool
+
+	// Context stops the background work when done, as Close does: the trigger goroutines of New's handler
+	// (which has no Close) run until it is done.
+	//
+	// Optional. Default: nil (runs until Close)
 	Context context.Context
 }
 
 // ConfigDefault is the default config.
 var ConfigDefault = Config{
-	Next:       nil,
-	Interval:   15 * time.Second,
-	Timeout:    5 * time.Second,
-	FailMode:   FailOpen,
-	WindowMin:  10,
-	WindowMax:  1000,
-	StatusCode: fiber.StatusServiceUnavailable,
+	Next:      nil,
+	Interval:  15 * time.Second,
+	Timeout:   5 * time.Second,
+	FailMode:  FailOpen,
+	WindowMin: 10,
+	WindowMax: 1000,
+	OnReject: func(c *fiber.Ctx) error {
+		return c.Status(fiber.StatusServiceUnavailable).SendString("throttle: concurrency limit reached, retry later\n")
+	},
 	RetryAfter: time.Second,
 	Name:       "default",
 }
 
-// configDefault fills the zero fields of the first config with defaults and panics on invalid values,
-// naming the field.
+// configDefault returns the first config with its zero fields filled from ConfigDefault, or ConfigDefault.
 func configDefault(config ...Config) Config {
-	cfg := ConfigDefault
-	if len(config) > 0 {
-		cfg = config[0]
-		if cfg.Interval == 0 {
-			cfg.Interval = ConfigDefault.Interval
-		}
-		if cfg.WindowMin == 0 {
-			cfg.WindowMin = ConfigDefault.WindowMin
-			if cfg.WindowMax > 0 && cfg.WindowMax < cfg.WindowMin {
-				cfg.WindowMin = cfg.WindowMax
-			}
-		}
-		if cfg.WindowMax == 0 {
-			cfg.WindowMax = max(ConfigDefault.WindowMax, cfg.WindowMin)
-		}
-		if cfg.StatusCode == 0 {
-			cfg.StatusCode = ConfigDefault.StatusCode
-		}
-		if cfg.RetryAfter == 0 {
-			cfg.RetryAfter = ConfigDefault.RetryAfter
-		}
-		if cfg.Name == "" {
-			cfg.Name = ConfigDefault.Name
+	if len(config) == 0 {
+		return ConfigDefault
+	}
+	cfg := config[0]
+	if cfg.Interval == 0 {
+		cfg.Interval = ConfigDefault.Interval
+	}
+	if cfg.WindowMin == 0 {
+		cfg.WindowMin = ConfigDefault.WindowMin
+		if cfg.WindowMax > 0 && cfg.WindowMax < cfg.WindowMin {
+			cfg.WindowMin = cfg.WindowMax
 		}
 	}
-	if cfg.Registerer == nil {
-		cfg.Registerer = prometheus.DefaultRegisterer
+	if cfg.WindowMax == 0 {
+		cfg.WindowMax = max(ConfigDefault.WindowMax, cfg.WindowMin)
 	}
-	if cfg.Context == nil {
-		cfg.Context = context.Background()
+	if cfg.OnReject == nil {
+		cfg.OnReject = ConfigDefault.OnReject
 	}
-	validate(cfg)
+	if cfg.RetryAfter == 0 {
+		cfg.RetryAfter = ConfigDefault.RetryAfter
+	}
+	if cfg.Name == "" {
+		cfg.Name = ConfigDefault.Name
+	}
 	return cfg
 }
 
-func validate(cfg Config) {
+// validate panics on the first invalid field, naming it: "throttle: Config.<Field> must be ...".
+func (cfg Config) validate() {
 	switch {
 	case cfg.WindowMin < 1:
 		panic(fmt.Sprintf("throttle: Config.WindowMin must be >= 1, got %d", cfg.WindowMin))
@@ -185,8 +179,8 @@ func validate(cfg Config) {
 		panic(fmt.Sprintf("throttle: Config.Staleness must be positive, got %v", cfg.Staleness))
 	case cfg.FailMode != FailOpen && cfg.FailMode != FailClosed:
 		panic(fmt.Sprintf("throttle: Config.FailMode must be FailOpen or FailClosed, got %d", cfg.FailMode))
-	case cfg.StatusCode < 100 || cfg.StatusCode > 599:
-		panic(fmt.Sprintf("throttle: Config.StatusCode must be an HTTP status (100-599), got %d", cfg.StatusCode))
+	case strings.ContainsFunc(cfg.Name, isControl):
+		panic(fmt.Sprintf("throttle: Config.Name must not contain control characters (it is sent in a header), got %q", cfg.Name))
 	}
 	if cfg.PrometheusURL != "" {
 		u, err := url.Parse(cfg.PrometheusURL)
@@ -208,10 +202,12 @@ func validate(cfg Config) {
 		panic("throttle: Config.PrometheusURL must be set when Config.Queries are given")
 	}
 	seen := map[string]bool{}
-	for _, s := range triggersOf(cfg) {
-		if seen[s.Name] {
-			panic(fmt.Sprintf("throttle: trigger names must be unique, %q is used twice (Config.Triggers[].Name)", s.Name))
+	for i, s := range triggersOf(cfg) {
+		if seen[s.Name] { // Queries' names are distinct, so the second use is one of Triggers
+			panic(fmt.Sprintf("throttle: Config.Triggers[%d].Name must be unique, %q is used twice", i-len(cfg.Queries), s.Name))
 		}
 		seen[s.Name] = true
 	}
 }
+
+func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

@@ -24,20 +24,23 @@ func TestNewPanicsOnBadConfig(t *testing.T) {
 		{"trigger query without URL", Config{Triggers: []Trigger{{Query: "up"}}}, "Config.PrometheusURL must be set when Config.Triggers[0].Query"},
 		{"trigger with neither", Config{Triggers: []Trigger{{Func: fn}, {Name: "x"}}}, "Config.Triggers[1].Query"},
 		{"trigger with both", Config{PrometheusURL: "http://p:9090", Triggers: []Trigger{{Query: "up", Func: fn}}}, "Config.Triggers[0] must set only one"},
-		{"duplicate names", Config{Triggers: []Trigger{{Name: "q", Func: fn}, {Name: "q", Func: fn}}}, "\"q\" is used twice"},
+		{"duplicate names", Config{Triggers: []Trigger{{Name: "q", Func: fn}, {Name: "q", Func: fn}}}, "Config.Triggers[1].Name must be unique, \"q\" is used twice"},
+		{"a name used by default", Config{Triggers: []Trigger{{Func: fn}, {Name: "trigger_0", Func: fn}}}, "Config.Triggers[1].Name must be unique"},
+		{"a query's name", Config{PrometheusURL: "http://p:9090", Queries: []string{"up"}, Triggers: []Trigger{{Name: "query_0", Func: fn}}}, "Config.Triggers[0].Name must be unique"},
 		{"negative interval", Config{Interval: -time.Second}, "Config.Interval"},
 		{"negative timeout", Config{Timeout: -time.Second}, "Config.Timeout"},
 		{"negative staleness", Config{Staleness: -time.Second}, "Config.Staleness"},
 		{"trigger interval", Config{Triggers: []Trigger{{Func: fn, Interval: -1}}}, "Config.Triggers[0].Interval"},
+		{"trigger timeout", Config{Triggers: []Trigger{{Func: fn, Timeout: -1}}}, "Config.Triggers[0].Timeout"},
 		{"fail mode", Config{FailMode: 7}, "Config.FailMode"},
-		{"status", Config{StatusCode: 42}, "Config.StatusCode"},
+		{"name breaking the header", Config{Name: "api\r\nSet-Cookie: x"}, "Config.Name must not contain control characters"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			defer func() {
 				r := recover()
 				msg, _ := r.(string)
-				if r == nil || !strings.HasPrefix(msg, "throttle: ") || !strings.Contains(msg, tt.want) {
+				if r == nil || !strings.HasPrefix(msg, "throttle: Config.") || !strings.Contains(msg, " must ") || !strings.Contains(msg, tt.want) {
 					t.Fatalf("panic %v, want a message naming %q", r, tt.want)
 				}
 			}()
@@ -49,9 +52,11 @@ func TestNewPanicsOnBadConfig(t *testing.T) {
 }
 
 func TestConfigDefaults(t *testing.T) {
-	cfg := configDefault()
-	if cfg.WindowMin != 10 || cfg.WindowMax != 1000 || cfg.Interval != 15*time.Second || cfg.StatusCode != 503 {
-		t.Fatalf("defaults %+v", cfg)
+	for _, cfg := range []Config{configDefault(), configDefault(Config{})} {
+		if cfg.WindowMin != 10 || cfg.WindowMax != 1000 || cfg.Interval != 15*time.Second || cfg.RetryAfter != time.Second ||
+			cfg.Name != "default" || cfg.OnReject == nil || cfg.Registerer != nil || cfg.Context != nil {
+			t.Fatalf("defaults %+v", cfg)
+		}
 	}
 	if c := configDefault(Config{WindowMax: 4}); c.WindowMin != 4 {
 		t.Errorf("WindowMax 4 alone: WindowMin %d, want 4", c.WindowMin)

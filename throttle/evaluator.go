@@ -45,3 +45,9 @@ func funcEvaluator(f func(context.Context) (bool, error)) evaluator {
 		return VerdictFalse, nil
 	}
 }
+
+// failing evaluates a query whose Prometheus client could not be built: every evaluation reports err, as an
+// invalid query does, since asking again cannot succeed.
+func failing(err error) evaluator {
+	return func(context.Context) (Verdict, error) { return VerdictInvalid, err }
+}

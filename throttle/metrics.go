@@ -1,9 +1,9 @@
 package throttle
 
 import (
-	"errors"
+	"fmt"
 
-	"github.com/gofiber/fiber/v2/log"
+	"github.com/fiberguard/fiberguard/throttle/internal/metricsreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -26,9 +26,12 @@ type metrics struct {
 	durations *prometheus.HistogramVec
 }
 
-// registerMetrics registers the metrics of the throttler named name with these triggers on reg. It returns nil
-// when they could not be registered (logged).
+// registerMetrics registers the metrics of the throttler named name with these triggers on reg
+// (prometheus.DefaultRegisterer when nil). It returns nil when they could not be registered (logged).
 func registerMetrics(reg prometheus.Registerer, name string, triggers []Trigger, read func([][numVerdicts]uint64) Status) *metrics {
+	if reg == nil {
+		reg = prometheus.DefaultRegisterer
+	}
 	labels := prometheus.Labels{"name": name}
 	m := &metrics{
 		reg:      reg,
@@ -59,13 +62,7 @@ func registerMetrics(reg prometheus.Registerer, name string, triggers []Trigger,
 			Buckets:     []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"trigger"}),
 	}
-	if err := reg.Register(m); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			log.Warnf("throttle: metrics for throttle %q already registered; set Config.Name to tell instances apart", name)
-		} else {
-			log.Warnf("throttle: metrics not registered: %v", err)
-		}
+	if !metricsreg.Register(reg, m, fmt.Sprintf("throttle %q", name), "set Config.Name to tell instances apart") {
 		return nil
 	}
 	return m

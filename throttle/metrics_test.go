@@ -57,8 +57,22 @@ func TestMetrics(t *testing.T) {
 	}
 }
 
+// TestRegistererNilUsesTheDefaultRegistry: without a Registerer the metrics go to prometheus.DefaultRegisterer,
+// and Close takes them away again.
+func TestRegistererNilUsesTheDefaultRegistry(t *testing.T) {
+	const series = `fiberguard_throttle_window{name="default_registerer_test"}`
+	th := NewThrottler(Config{Name: "default_registerer_test", WindowMin: 7})
+	if v, ok := gather(t, prometheus.DefaultGatherer)[series]; !ok || v != 7 {
+		t.Fatalf("%s = %v (present %t) on the default registry, want 7", series, v, ok)
+	}
+	th.Close()
+	if _, ok := gather(t, prometheus.DefaultGatherer)[series]; ok {
+		t.Fatalf("%s still on the default registry after Close", series)
+	}
+}
+
 // gather flattens a registry into "name{labels}" -> value (histograms as _count).
-func gather(t *testing.T, reg *prometheus.Registry) map[string]float64 {
+func gather(t *testing.T, reg prometheus.Gatherer) map[string]float64 {
 	t.Helper()
 	mfs, err := reg.Gather()
 	if err != nil {

@@ -12,13 +12,14 @@ import (
 	"github.com/gofiber/fiber/v2"
 )
 
-// New creates a throttling middleware. Its trigger goroutines run until Config.Context is done; use NewThrottler
-// for a handle that can be closed and inspected.
+// New creates a throttling middleware: NewThrottler(config...).Handler(). Its trigger goroutines run until
+// Config.Context is done (for the life of the process without one); use NewThrottler for a handle that can be
+// closed and inspected.
 func New(config ...Config) fiber.Handler {
 	return NewThrottler(config...).Handler()
 }
 
-// Handler returns the middleware.
+// Handler returns the middleware. Every call returns an equivalent handler over the same window.
 func (t *Throttler) Handler() fiber.Handler {
 	return t.handle
 }
@@ -29,7 +30,7 @@ func (t *Throttler) handle(c *fiber.Ctx) error {
 	}
 	if !t.window.TryAcquire() {
 		t.rejected.Add(1)
-		return t.limitReached(c)
+		return t.reject(c)
 	}
 	// Deferred so that the slot comes back when a later handler panics, as well as on success and error.
 	defer t.window.Release()
@@ -37,20 +38,31 @@ func (t *Throttler) handle(c *fiber.Ctx) error {
 	return c.Next()
 }
 
-// rejectWith returns the default LimitReached handler. The header value is formatted once, here, so the
-// request path does not allocate.
-func rejectWith(status int, retryAfter time.Duration) fiber.Handler {
-	var value []byte
-	if retryAfter > 0 {
-		secs := int64((retryAfter + time.Second - 1) / time.Second)
-		value = strconv.AppendInt(nil, secs, 10)
+// Header names, already canonical: set with SetCanonical, they are not normalised per request.
+var (
+	retryAfterKey = []byte(fiber.HeaderRetryAfter)
+	rejectedByKey = []byte("Fiberguard-Rejected-By")
+)
+
+// reject sets the rejection headers, whose values New formatted once, and hands the request to OnReject.
+func (t *Throttler) reject(c *fiber.Ctx) error {
+	h := &c.Response().Header
+	if t.retryAfter != nil {
+		h.SetCanonical(retryAfterKey, t.retryAfter)
 	}
-	key := []byte(fiber.HeaderRetryAfter) // already canonical: no normalization per request
-	return func(c *fiber.Ctx) error {
-		c.Status(status)
-		if value != nil {
-			c.Response().Header.SetCanonical(key, value)
-		}
+	h.SetCanonical(rejectedByKey, t.rejectedBy)
+	return t.onReject(c)
+}
+
+// retryAfterValue is the Retry-After value for d: whole seconds rounded up, at least 1; nil (no header) when d is
+// negative.
+func retryAfterValue(d time.Duration) []byte {
+	if d < 0 {
 		return nil
 	}
+	secs := int64(d / time.Second)
+	if d%time.Second != 0 || secs == 0 {
+		secs++ // no overflow: d/time.Second is far below the largest int64
+	}
+	return strconv.AppendInt(nil, secs, 10)
 }

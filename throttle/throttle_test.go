@@ -2,6 +2,7 @@ package throttle
 
 import (
 	"errors"
+	"math"
 	"sync"
 	"testing"
 	"time"
@@ -100,7 +101,19 @@ func TestAdmissionRejectsBeyondTheWindow(t *testing.T) {
 	}
 }
 
+// rejectOne rejects one request with a window of 1 held by another and returns the rejection.
+func rejectOne(t *testing.T, cfg Config) *fasthttp.RequestCtx {
+	t.Helper()
+	cfg.WindowMin, cfg.WindowMax, cfg.DisableMetrics = 1, 1, true
+	th := NewThrottler(cfg)
+	defer th.Close()
+	h, release := occupied(th)
+	defer release()
+	return do(h, "/ok")
+}
+
 func TestRejectionIsConfigurable(t *testing.T) {
+	const defaultBody = "throttle: concurrency limit reached, retry later\n"
 	tests := []struct {
 		name       string
 		cfg        Config
@@ -108,22 +121,17 @@ func TestRejectionIsConfigurable(t *testing.T) {
 		wantRetry  string
 		wantBody   string
 	}{
-		{"status code", Config{StatusCode: fiber.StatusTooManyRequests}, 429, "1", ""},
-		{"retry-after rounds up", Config{RetryAfter: 1500 * time.Millisecond}, 503, "2", ""},
-		{"negative retry-after omits the header", Config{RetryAfter: -1}, 503, "", ""},
-		{"handler", Config{LimitReached: func(c *fiber.Ctx) error {
+		{"default", Config{}, 503, "1", defaultBody},
+		{"status code", Config{OnReject: func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusTooManyRequests) }}, 429, "1", "Too Many Requests"},
+		{"retry-after rounds up", Config{RetryAfter: 1500 * time.Millisecond}, 503, "2", defaultBody},
+		{"negative retry-after omits the header", Config{RetryAfter: -1}, 503, "", defaultBody},
+		{"handler", Config{OnReject: func(c *fiber.Ctx) error {
 			return c.Status(fiber.StatusTeapot).SendString("busy")
-		}}, fiber.StatusTeapot, "", "busy"},
+		}}, fiber.StatusTeapot, "1", "busy"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			cfg := tt.cfg
-			cfg.WindowMin, cfg.WindowMax, cfg.DisableMetrics = 1, 1, true
-			th := NewThrottler(cfg)
-			defer th.Close()
-			h, release := occupied(th)
-			rej := do(h, "/ok")
-			release()
+			rej := rejectOne(t, tt.cfg)
 			if rej.Response.StatusCode() != tt.wantStatus {
 				t.Errorf("status %d, want %d", rej.Response.StatusCode(), tt.wantStatus)
 			}
@@ -134,6 +142,78 @@ func TestRejectionIsConfigurable(t *testing.T) {
 				t.Errorf("body %q, want %q", got, tt.wantBody)
 			}
 		})
+	}
+}
+
+// TestRejectionHeaders: Retry-After is ceil(RetryAfter / 1s), at least 1, none when negative; zero means the
+// default 1s. Fiberguard-Rejected-By names the module and the instance.
+func TestRejectionHeaders(t *testing.T) {
+	tests := []struct {
+		name           string
+		cfg            Config
+		wantRetry      string
+		wantRejectedBy string
+	}{
+		{"zero is the default 1s", Config{}, "1", "throttle/default"},
+		{"1ns rounds up to 1", Config{RetryAfter: time.Nanosecond}, "1", "throttle/default"},
+		{"1s", Config{RetryAfter: time.Second}, "1", "throttle/default"},
+		{"1.5s rounds up to 2", Config{RetryAfter: 1500 * time.Millisecond}, "2", "throttle/default"},
+		{"2s", Config{RetryAfter: 2 * time.Second}, "2", "throttle/default"},
+		{"the largest duration does not overflow", Config{RetryAfter: math.MaxInt64}, "9223372037", "throttle/default"},
+		{"negative sends none", Config{RetryAfter: -time.Second}, "", "throttle/default"},
+		{"custom name", Config{Name: "api"}, "1", "throttle/api"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			rej := rejectOne(t, tt.cfg)
+			_, hasRetry := headerValue(&rej.Response, fiber.HeaderRetryAfter)
+			if got := string(rej.Response.Header.Peek(fiber.HeaderRetryAfter)); got != tt.wantRetry || hasRetry != (tt.wantRetry != "") {
+				t.Errorf("Retry-After %q (present %t), want %q", got, hasRetry, tt.wantRetry)
+			}
+			if got := string(rej.Response.Header.Peek("Fiberguard-Rejected-By")); got != tt.wantRejectedBy {
+				t.Errorf("Fiberguard-Rejected-By %q, want %q", got, tt.wantRejectedBy)
+			}
+		})
+	}
+}
+
+// headerValue returns the value of the response header key and whether the response has it at all.
+func headerValue(resp *fasthttp.Response, key string) (string, bool) {
+	for k, v := range resp.Header.All() {
+		if string(k) == key {
+			return string(v), true
+		}
+	}
+	return "", false
+}
+
+// TestOnRejectSeesTheHeaders: a custom OnReject runs after both headers are set, so it can read or change them.
+func TestOnRejectSeesTheHeaders(t *testing.T) {
+	var retry, by string
+	rej := rejectOne(t, Config{Name: "api", RetryAfter: 3 * time.Second, OnReject: func(c *fiber.Ctx) error {
+		retry, by = c.GetRespHeader(fiber.HeaderRetryAfter), c.GetRespHeader("Fiberguard-Rejected-By")
+		return c.Status(fiber.StatusTooManyRequests).JSON(fiber.Map{"retry_after": retry})
+	}})
+	if retry != "3" || by != "throttle/api" {
+		t.Fatalf("OnReject saw Retry-After %q and Fiberguard-Rejected-By %q, want \"3\" and \"throttle/api\"", retry, by)
+	}
+	if rej.Response.StatusCode() != fiber.StatusTooManyRequests || string(rej.Response.Body()) != `{"retry_after":"3"}` {
+		t.Fatalf("response %d %q, want OnReject's 429", rej.Response.StatusCode(), rej.Response.Body())
+	}
+	if got := string(rej.Response.Header.Peek("Fiberguard-Rejected-By")); got != "throttle/api" {
+		t.Fatalf("Fiberguard-Rejected-By %q in the response, want \"throttle/api\"", got)
+	}
+}
+
+// TestAdmittedRequestHasNoRejectionHeaders: only a rejection carries the headers.
+func TestAdmittedRequestHasNoRejectionHeaders(t *testing.T) {
+	th := NewThrottler(Config{DisableMetrics: true})
+	defer th.Close()
+	ok := do(blockingApp(th.Handler(), nil, nil).Handler(), "/ok")
+	for _, key := range []string{fiber.HeaderRetryAfter, "Fiberguard-Rejected-By"} {
+		if v, present := headerValue(&ok.Response, key); present {
+			t.Errorf("admitted request carries %s: %q", key, v)
+		}
 	}
 }
 

@@ -15,9 +15,12 @@ import (
 // Throttler owns a concurrency window, the goroutines evaluating its triggers, and the middleware that admits
 // requests into the window. Create it with NewThrottler and stop it with Close.
 type Throttler struct {
-	next         func(*fiber.Ctx) bool
-	limitReached fiber.Handler
-	window       *Window
+	// Read by every request: the accept path reads the first two only.
+	next       func(*fiber.Ctx) bool
+	window     *Window
+	onReject   fiber.Handler
+	retryAfter []byte // the Retry-After value; nil sends none
+	rejectedBy []byte // the Fiberguard-Rejected-By value, "throttle/<Name>"
 
 	// The counters are written on every request: padding keeps them off the cache line of the fields above,
 	// which every request reads, and off each other's.
@@ -27,45 +30,53 @@ type Throttler struct {
 	rejected atomic.Uint64
 	_        [56]byte
 
+	name    string
 	runners []*runner
 
 	// mu orders the application of evaluations (see apply) and lets Status read the window's hold and every
 	// trigger's record together.
-	mu      sync.Mutex
-	records []triggerRecord // one per runner, same order
+	mu        sync.Mutex
+	records   []triggerRecord // one per runner, same order
+	updatedAt time.Time       // when the last evaluation of any trigger was applied; zero before the first
 	// beforeHold, when set (by tests), is called by apply with mu held, between computing the hold and setting
 	// it: the point where two triggers finishing together would interleave if apply were not serialised.
 	beforeHold func(trigger string)
 
 	transport *http.Transport // owned (nil when Config.RoundTripper is given): idle connections closed by Close
 	cancel    context.CancelFunc
+	unwatch   func() bool // stops watching Config.Context; nil without one
 	wg        sync.WaitGroup
 	closeOnce sync.Once
 	metrics   *metrics
 }
 
-// NewThrottler validates config (panicking on invalid values, naming the field), starts one goroutine per
-// trigger (each evaluates its trigger at once, then every Interval) and returns the Throttler. The goroutines
-// stop when Close is called or Config.Context is done.
+// NewThrottler validates config (panicking on invalid values, naming the field), registers the metrics, starts
+// one goroutine per trigger (each evaluates its trigger at once, then every Interval) and returns the Throttler
+// without waiting for any evaluation. The goroutines stop when Close is called or Config.Context is done.
 func NewThrottler(config ...Config) *Throttler {
 	cfg := configDefault(config...)
+	cfg.validate()
 	t := &Throttler{
-		next:         cfg.Next,
-		limitReached: cfg.LimitReached,
-		window:       NewWindow(cfg.WindowMin, cfg.WindowMax),
-	}
-	if t.limitReached == nil {
-		t.limitReached = rejectWith(cfg.StatusCode, cfg.RetryAfter)
+		next:       cfg.Next,
+		window:     NewWindow(cfg.WindowMin, cfg.WindowMax),
+		onReject:   cfg.OnReject,
+		retryAfter: retryAfterValue(cfg.RetryAfter),
+		rejectedBy: []byte("throttle/" + cfg.Name),
+		name:       cfg.Name,
 	}
 
 	triggers := triggersOf(cfg)
-	prom := t.prometheus(cfg)
+	prom, promErr := t.prometheus(cfg)
 	t.records = make([]triggerRecord, len(triggers))
 	for i, s := range triggers {
 		t.records[i] = triggerRecord{name: s.Name, kind: s.kind()}
+		eval := evaluatorOf(s, prom)
+		if s.Func == nil && promErr != nil {
+			eval = failing(promErr)
+		}
 		t.runners = append(t.runners, &runner{
 			trigger: s,
-			eval:    evaluatorOf(s, prom),
+			eval:    eval,
 			tracker: Tracker{Staleness: staleness(cfg, s), FailMode: cfg.FailMode},
 			report:  func(now time.Time, state TriggerState, err error) { t.apply(i, now, state, err) },
 		})
@@ -80,7 +91,11 @@ func NewThrottler(config ...Config) *Throttler {
 		}
 	}
 
-	ctx, cancel := context.WithCancel(cfg.Context)
+	parent := cfg.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent) // keeps the values of Config.Context for the funcs
 	t.cancel = cancel
 	for _, r := range t.runners {
 		t.wg.Add(1)
@@ -89,13 +104,17 @@ func NewThrottler(config ...Config) *Throttler {
 			r.run(ctx)
 		}()
 	}
+	if cfg.Context != nil {
+		// The rest of Close: wait for the goroutines, unregister the metrics, close idle connections.
+		t.unwatch = context.AfterFunc(cfg.Context, t.shutdown)
+	}
 	return t
 }
 
 // prometheus returns the API client of the PromQL triggers, nil without Config.PrometheusURL.
-func (t *Throttler) prometheus(cfg Config) promv1.API {
+func (t *Throttler) prometheus(cfg Config) (promv1.API, error) {
 	if cfg.PrometheusURL == "" {
-		return nil
+		return nil, nil
 	}
 	rt := cfg.RoundTripper
 	if rt == nil {
@@ -107,16 +126,26 @@ func (t *Throttler) prometheus(cfg Config) promv1.API {
 		rt = t.transport
 	}
 	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, RoundTripper: rt})
-	if err != nil { // validate has checked the URL, so this is unexpected; name the field anyway
-		panic("throttle: Config.PrometheusURL: " + err.Error())
+	if err != nil {
+		return nil, err
 	}
-	return promv1.NewAPI(client)
+	return promv1.NewAPI(client), nil
 }
 
-// Close stops the trigger goroutines, waits for them to exit, closes idle connections to Prometheus and
-// unregisters the metrics. The middleware keeps
-// admitting requests into the last window, which no longer backs off. Close is idempotent and returns nil.
+// Close stops the trigger goroutines (cancelling evaluations in progress), waits for them to exit, closes idle
+// connections to Prometheus and unregisters the metrics. The middleware keeps admitting requests into the last
+// window, which no longer backs off. Close is idempotent, safe to call concurrently with requests, and returns
+// nil.
 func (t *Throttler) Close() error {
+	if t.unwatch != nil {
+		t.unwatch()
+	}
+	t.shutdown()
+	return nil
+}
+
+// shutdown is Close once Config.Context no longer needs watching; every caller returns once it is done.
+func (t *Throttler) shutdown() {
 	t.closeOnce.Do(func() {
 		t.cancel()
 		t.wg.Wait()
@@ -127,7 +156,6 @@ func (t *Throttler) Close() error {
 			t.metrics.unregister()
 		}
 	})
-	return nil
 }
 
 // apply records evaluation i and steers the window by it: growth is held while any trigger fires, and a firing
@@ -139,6 +167,7 @@ func (t *Throttler) apply(i int, now time.Time, state TriggerState, err error) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	t.records[i].record(now, state, err)
+	t.updatedAt = now
 	hold := false
 	for j := range t.records {
 		hold = hold || t.records[j].state.Firing

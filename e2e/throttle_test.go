@@ -204,7 +204,7 @@ func TestThrottleInvalidQueryWithRealPrometheus(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, want := range []string{`"verdict":"invalid"`, `"invalid":true`, `"firing":false`, `"growth_held":false`, `"last_success":null`, `parse error`} {
+	for _, want := range []string{`{"name":"typo","updated_at":"`, `"verdict":"invalid"`, `"invalid":true`, `"firing":false`, `"growth_held":false`, `"last_success":null`, `parse error`} {
 		if !strings.Contains(string(b), want) {
 			t.Errorf("status JSON of the invalid query lacks %s: %s", want, b)
 		}

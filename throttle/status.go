@@ -4,10 +4,15 @@ import "time"
 
 // Status is a point-in-time view of a Throttler, for status pages.
 type Status struct {
-	Window    int `json:"window"`
-	InFlight  int `json:"in_flight"`
-	WindowMin int `json:"window_min"`
-	WindowMax int `json:"window_max"`
+	// Name is Config.Name.
+	Name string `json:"name"`
+	// UpdatedAt is when the last evaluation of any trigger was applied; nil (JSON null) before the first, and
+	// for ever without triggers.
+	UpdatedAt *time.Time `json:"updated_at"`
+	Window    int        `json:"window"`
+	InFlight  int        `json:"in_flight"`
+	WindowMin int        `json:"window_min"`
+	WindowMax int        `json:"window_max"`
 	// GrowthHeld: a trigger fires, so completions do not grow the window.
 	GrowthHeld bool            `json:"growth_held"`
 	Admitted   uint64          `json:"admitted"`
@@ -102,6 +107,7 @@ func (t *Throttler) Status() Status { return t.view(nil) }
 // evaluations by verdict, read under the same lock.
 func (t *Throttler) view(byVerdict [][numVerdicts]uint64) Status {
 	s := Status{
+		Name:      t.name,
 		Window:    t.window.Size(),
 		InFlight:  t.window.InFlight(),
 		WindowMin: t.window.Min(),
@@ -113,6 +119,10 @@ func (t *Throttler) view(byVerdict [][numVerdicts]uint64) Status {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	s.GrowthHeld = t.window.Held()
+	if !t.updatedAt.IsZero() {
+		at := t.updatedAt // a copy, as for LastSuccess
+		s.UpdatedAt = &at
+	}
 	for i := range t.records {
 		s.Triggers[i] = t.records[i].status()
 		if byVerdict != nil {

@@ -43,7 +43,7 @@ func upstreams(b *testing.B, n int) []string {
 // measuredPicker returns a Picker over addrs whose first health round is done (every upstream in a tier).
 func measuredPicker(b *testing.B, addrs []string, mode upstreampick.Mode) *upstreampick.Picker {
 	b.Helper()
-	p := upstreampick.New(upstreampick.Config{
+	p := upstreampick.NewPicker(upstreampick.Config{
 		Servers:    addrs,
 		Mode:       mode,
 		Registerer: prometheus.NewRegistry(),

@@ -435,7 +435,7 @@ func startUpProxy(port int, mode upstreampick.Mode, sites []*upSite) (*upProxy, 
 	for i, s := range sites {
 		servers[i] = "http://" + s.addr
 	}
-	p := &upProxy{picker: upstreampick.New(upstreampick.Config{
+	p := &upProxy{picker: upstreampick.NewPicker(upstreampick.Config{
 		Servers:        servers,
 		Mode:           mode,
 		HealthInterval: upHealthInterval,
@@ -557,7 +557,7 @@ func upstreamPickMeasure() (res upResult) {
 	res.RTTMillis, res.Tiers = map[string]float64{}, map[string]int{}
 	for _, s := range sites {
 		u := px.status("http://" + s.addr)
-		res.RTTMillis[s.name], res.Tiers[s.name] = u.RTTMillis, u.Tier
+		res.RTTMillis[s.name], res.Tiers[s.name] = 1000*u.RTTSeconds, u.Tier
 	}
 	res.Latency = px.spread(1000, 8)
 
@@ -613,8 +613,8 @@ func upstreamPickMeasure() (res upResult) {
 			if !st[0].Healthy && unhealthyAt.After(time.Now()) {
 				unhealthyAt = time.Now()
 			}
-			f.MidRTTMaxMillis = max(f.MidRTTMaxMillis, st[1].RTTMillis)
-			f.FarRTTMinMillis = min(f.FarRTTMinMillis, st[2].RTTMillis)
+			f.MidRTTMaxMillis = max(f.MidRTTMaxMillis, 1000*st[1].RTTSeconds)
+			f.FarRTTMinMillis = min(f.FarRTTMinMillis, 1000*st[2].RTTSeconds)
 			time.Sleep(2 * time.Millisecond)
 		}
 	}()

@@ -6,7 +6,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
 )
 
 // listeners opens n listeners on 127.0.0.1 that accept and close connections, for health dials to succeed.
@@ -37,7 +39,7 @@ func BenchmarkPick(b *testing.B) {
 	for _, mode := range []Mode{ModeLatency, ModeLeastPending, ModeRandom} {
 		for _, n := range []int{3, 64} {
 			b.Run(fmt.Sprintf("%v/%d", mode, n), func(b *testing.B) {
-				p := New(Config{
+				p := NewPicker(Config{
 					Servers:        listeners(b, n),
 					Mode:           mode,
 					HealthInterval: time.Hour,
@@ -57,5 +59,36 @@ func BenchmarkPick(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// BenchmarkHandlerReject drives an app's handler when no upstream can take the request: the default
+// OnReject with both headers, which allocates nothing.
+func BenchmarkHandlerReject(b *testing.B) {
+	p := NewPicker(Config{
+		Servers:        []string{"10.0.0.9:80"},
+		HealthInterval: 10 * time.Millisecond,
+		Dial:           refuse,
+		Registerer:     prometheus.NewRegistry(),
+	})
+	defer func() { _ = p.Close() }()
+	for deadline := time.Now().Add(10 * time.Second); !allUnhealthy(p); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the upstream did not become unhealthy")
+		}
+	}
+	app := fiber.New()
+	app.Use(p.Handler())
+	h := app.Handler()
+	var c fasthttp.RequestCtx
+	c.Request.Header.SetMethod(fiber.MethodGet)
+	c.Request.SetRequestURI("/")
+	b.ReportAllocs()
+	for b.Loop() {
+		h(&c)
+		if c.Response.StatusCode() != fiber.StatusServiceUnavailable {
+			b.Fatalf("status %d", c.Response.StatusCode())
+		}
+		c.Response.Reset()
 	}
 }

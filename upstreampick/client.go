@@ -1,6 +1,7 @@
 package upstreampick
 
 import (
+	"context"
 	"errors"
 	"math/rand/v2"
 	"net"
@@ -20,14 +21,17 @@ type balancer struct {
 // DoDeadline sends req to a picked upstream. When the connection cannot be established (nothing was sent), or
 // an idempotent request's connection broke before the response, it tries another upstream — of the same tier
 // if there is one, else of the next — up to Config.Retries times. It returns ErrNoUpstream when nothing is
-// pickable. A response counts as a success of its upstream; a failed dial or a broken connection as a failure.
+// pickable, and counts the request as rejected. A response counts as a success of its upstream; a failed dial
+// or a broken connection as a failure.
 func (b *balancer) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
 	b.pending.Add(1)
 	defer b.pending.Add(-1)
 	u := b.p.pick()
 	if u == nil {
+		b.p.rejected.Add(1)
 		return ErrNoUpstream
 	}
+	b.p.admitted.Add(1)
 	err := b.send(u, req, resp, deadline)
 	if err == nil || !retryable(err, req) || b.p.cfg.Retries == 0 {
 		return err
@@ -136,9 +140,10 @@ func (p *Picker) newHostClient(u *upstream, t target) *fasthttp.HostClient {
 			if timeout <= 0 {
 				timeout = fasthttp.DefaultDialTimeout
 			}
-			// A plain net.Dialer: fasthttp's default dialer starts a process-wide goroutine that never ends.
-			d := net.Dialer{Timeout: timeout}
-			conn, err = d.Dial("tcp", addr)
+			// Not bound to Close: requests are answered after it too.
+			ctx, cancel := context.WithTimeout(context.Background(), timeout)
+			conn, err = p.dial(ctx, addr)
+			cancel()
 		}
 		if err != nil {
 			p.failed(u)

@@ -66,7 +66,8 @@ type Config struct {
 
 	// ConfigureClient, when set, adjusts each upstream's fasthttp.HostClient before first use (buffer sizes,
 	// TLSConfig, MaxConns, ...). Addr and IsTLS are set from the server; Dial and DialTimeout are wrapped to
-	// count connection failures, so set DialTimeout here to change how connections are made.
+	// count connection failures, so a Dial or DialTimeout set here replaces Config.Dial for that upstream's
+	// requests (health dials keep Config.Dial).
 	//
 	// Optional. Default: nil
 	ConfigureClient func(server string, c *fasthttp.HostClient)
@@ -74,24 +75,53 @@ type Config struct {
 	// LookupHost resolves an upstream's host name before a health dial, so name resolution is never part of
 	// the measured connect time.
 	//
-	// Optional. Default: net.DefaultResolver.LookupHost
+	// Optional. Default: nil (net.DefaultResolver.LookupHost)
 	LookupHost func(ctx context.Context, host string) (addrs []string, err error)
 
-	// Registerer receives the fiberguard_upstreampick_* metrics. A duplicate registration (a second Picker of
-	// the same Name on the same registry) is logged and skipped.
+	// Dial opens a TCP connection to addr ("host:port"), for health dials (addr holds the address LookupHost
+	// returned, the dial is bounded by ctx's deadline, HealthTimeout, and the connection is closed at once) and
+	// for requests (addr holds the configured host; ctx's deadline is the request's dial timeout). A health
+	// dial's connect-time sample is the time Dial took. With the default dialer, on Linux, it is the TCP
+	// handshake's round trip as the kernel timed it, when that is shorter: a busy process then does not
+	// inflate it. TLS, for https upstreams, is layered over the connection Dial returns.
 	//
-	// Optional. Default: prometheus.DefaultRegisterer
-	Registerer prometheus.Registerer
+	// Optional. Default: nil (a net.Dialer over TCP)
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
 
-	// Name is the value of the metrics' picker label, to tell several Pickers on one registry apart.
+	// OnReject answers a request the middleware rejects. Before calling it the middleware sets the
+	// Retry-After and Fiberguard-Rejected-By headers (see RetryAfter and Name). Handler rejects a request when
+	// no upstream can take it (every one is unhealthy or draining); LBClient cannot call it and returns
+	// ErrNoUpstream instead.
+	//
+	// Optional. Default: 503 with the body "upstreampick: no upstream available\n" (see ConfigDefault)
+	OnReject fiber.Handler
+
+	// RetryAfter is the Retry-After header of a rejection: whole seconds, rounded up, at least 1.
+	// A negative value sends no Retry-After.
+	//
+	// Optional. Default: time.Second
+	RetryAfter time.Duration
+
+	// Name identifies this instance: the `name` label of every metric and the second part of the
+	// Fiberguard-Rejected-By header. Instances registered on one Registerer need distinct names.
 	//
 	// Optional. Default: "default"
 	Name string
 
-	// DisableMetrics turns the metrics off.
+	// Registerer receives the metrics.
+	//
+	// Optional. Default: nil (prometheus.DefaultRegisterer)
+	Registerer prometheus.Registerer
+
+	// DisableMetrics registers no metrics.
 	//
 	// Optional. Default: false
 	DisableMetrics bool
+
+	// Context stops the background work when done, as Close does.
+	//
+	// Optional. Default: nil (runs until Close)
+	Context context.Context
 }
 
 // ConfigDefault is the default config. Servers has no default.
@@ -101,16 +131,19 @@ var ConfigDefault = Config{
 	DrainTimeout:   30 * time.Second,
 	Timeout:        fasthttp.DefaultLBClientTimeout,
 	Retries:        2,
-	Name:           "default",
+	OnReject: func(c *fiber.Ctx) error {
+		return c.Status(fiber.StatusServiceUnavailable).SendString("upstreampick: no upstream available\n")
+	},
+	RetryAfter: time.Second,
+	Name:       "default",
 }
 
-// configDefault fills the zero fields of the given config with the defaults and checks it, panicking with a
-// message that names the offending field.
+// configDefault fills the zero fields of the given config from ConfigDefault.
 func configDefault(config ...Config) Config {
-	cfg := ConfigDefault
-	if len(config) > 0 {
-		cfg = config[0]
+	if len(config) == 0 {
+		return ConfigDefault
 	}
+	cfg := config[0]
 	if cfg.HealthInterval == 0 {
 		cfg.HealthInterval = ConfigDefault.HealthInterval
 	}
@@ -129,16 +162,20 @@ func configDefault(config ...Config) Config {
 	case cfg.Retries < 0:
 		cfg.Retries = 0
 	}
-	if cfg.LookupHost == nil {
-		cfg.LookupHost = net.DefaultResolver.LookupHost
+	if cfg.OnReject == nil {
+		cfg.OnReject = ConfigDefault.OnReject
+	}
+	if cfg.RetryAfter == 0 {
+		cfg.RetryAfter = ConfigDefault.RetryAfter
 	}
 	if cfg.Name == "" {
 		cfg.Name = ConfigDefault.Name
 	}
-	if cfg.Registerer == nil {
-		cfg.Registerer = prometheus.DefaultRegisterer
-	}
+	return cfg
+}
 
+// validate panics, naming the field, when cfg (filled by configDefault) is invalid.
+func (cfg Config) validate() {
 	switch {
 	case len(cfg.Servers) == 0:
 		panic("upstreampick: Config.Servers must list at least one server")
@@ -152,9 +189,20 @@ func configDefault(config ...Config) Config {
 		panic("upstreampick: Config.DrainTimeout must be positive")
 	case cfg.Timeout < 0:
 		panic("upstreampick: Config.Timeout must be positive")
+	case !headerSafe(cfg.Name):
+		panic("upstreampick: Config.Name must not contain control characters")
 	}
 	if _, err := parseServers(cfg.Servers); err != nil {
 		panic("upstreampick: Config.Servers: " + err.Error())
 	}
-	return cfg
+}
+
+// headerSafe reports whether s can be sent in a header value as is.
+func headerSafe(s string) bool {
+	for _, c := range []byte(s) {
+		if c < ' ' || c == 0x7f {
+			return false
+		}
+	}
+	return true
 }

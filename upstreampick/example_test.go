@@ -1,10 +1,15 @@
 package upstreampick_test
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"io"
 	"net"
 	"net/http/httptest"
+	"os"
+	"os/signal"
+	"syscall"
 	"time"
 
 	"github.com/fiberguard/fiberguard/upstreampick"
@@ -14,9 +19,10 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Plug the picker into proxy.Balancer through its Client.
+// Plug the picker into proxy.Balancer through its Client (see ExamplePicker_LBClient for the answer when no
+// upstream is available).
 func Example() {
-	picker := upstreampick.New(upstreampick.Config{
+	picker := upstreampick.NewPicker(upstreampick.Config{
 		Servers: []string{"http://10.0.1.10:8080", "http://10.0.1.11:8080", "http://10.8.0.10:8080"},
 	})
 	defer func() { _ = picker.Close() }()
@@ -27,7 +33,20 @@ func Example() {
 	_ = app // app.Listen(":3000")
 }
 
-// The convenience handler, a status snapshot, and the 503 when nothing is pickable.
+// The middleware alone, stopped with the server's context.
+func ExampleNew() {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop() // stops the health checks
+
+	app := fiber.New()
+	app.All("/api/*", upstreampick.New(upstreampick.Config{
+		Servers: []string{"http://10.0.1.10:8080", "http://10.0.1.11:8080"},
+		Context: ctx,
+	}))
+	_ = app // app.Listen(":3000")
+}
+
+// The handler, a status view, and the rejection when nothing is pickable.
 func ExamplePicker_Handler() {
 	// An upstream on 127.0.0.1.
 	ln, _ := net.Listen("tcp4", "127.0.0.1:0")
@@ -38,7 +57,7 @@ func ExamplePicker_Handler() {
 	go func() { _ = upstream.Serve(ln) }()
 	defer func() { _ = upstream.Shutdown() }()
 
-	picker := upstreampick.New(upstreampick.Config{
+	picker := upstreampick.NewPicker(upstreampick.Config{
 		Servers:        []string{ln.Addr().String()},
 		HealthInterval: 100 * time.Millisecond,
 		Registerer:     prometheus.NewRegistry(),
@@ -58,16 +77,53 @@ func ExamplePicker_Handler() {
 	st := picker.Status().Upstreams[0]
 	fmt.Printf("tier %d, healthy %v, picks %d\n", st.Tier, st.Healthy, st.Picks)
 
-	// The upstream goes away for good: two failed connections later, requests fail fast with 503.
+	// The upstream goes away for good: two failed connections later, requests are rejected at once.
 	_ = upstream.Shutdown()
 	for picker.Status().Upstreams[0].Healthy {
 		time.Sleep(10 * time.Millisecond)
 	}
 	resp, _ = app.Test(httptest.NewRequest("GET", "/api/greeting", nil))
 	body, _ = io.ReadAll(resp.Body)
-	fmt.Println(resp.StatusCode, string(body))
+	fmt.Println(resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Fiberguard-Rejected-By"))
+	fmt.Print(string(body))
+	fmt.Println("rejected:", picker.Status().Rejected)
 	// Output:
 	// 200 hello from upstream
 	// tier 0, healthy true, picks 1
-	// 503 upstreampick: no upstream available
+	// 503 1 upstreampick/default
+	// upstreampick: no upstream available
+	// rejected: 1
+}
+
+// Through proxy.Balancer, an ErrorHandler answers ErrNoUpstream as OnReject would.
+func ExamplePicker_LBClient() {
+	picker := upstreampick.NewPicker(upstreampick.Config{
+		Servers:        []string{"10.0.1.10:8080"},
+		HealthInterval: 20 * time.Millisecond,
+		// Every connection is refused.
+		Dial:       func(context.Context, string) (net.Conn, error) { return nil, syscall.ECONNREFUSED },
+		Name:       "api",
+		Registerer: prometheus.NewRegistry(),
+	})
+	defer func() { _ = picker.Close() }()
+	for picker.Status().Upstreams[0].Healthy {
+		time.Sleep(5 * time.Millisecond)
+	}
+
+	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error {
+		if errors.Is(err, upstreampick.ErrNoUpstream) {
+			c.Set(fiber.HeaderRetryAfter, "1")
+			return upstreampick.ConfigDefault.OnReject(c)
+		}
+		return fiber.DefaultErrorHandler(c, err)
+	}})
+	app.Use(proxy.Balancer(proxy.Config{Client: picker.LBClient()}))
+
+	resp, _ := app.Test(httptest.NewRequest("GET", "/", nil))
+	body, _ := io.ReadAll(resp.Body)
+	fmt.Println(resp.StatusCode, resp.Header.Get("Retry-After"))
+	fmt.Print(string(body))
+	// Output:
+	// 503 1
+	// upstreampick: no upstream available
 }

@@ -43,9 +43,15 @@ func (p *Picker) connected(u *upstream, rtt time.Duration, sampled bool) {
 	p.mu.Unlock()
 }
 
-// run is the health goroutine: a round at once, then one every HealthInterval, until Close.
+// run is the health goroutine: a round at once, then one every HealthInterval, until Close or Config.Context
+// is done. In the latter case it finishes with Close's other work itself, as nobody may call Close.
 func (p *Picker) run() {
-	defer close(p.done)
+	defer func() {
+		close(p.done)
+		if p.cfg.Context != nil && p.cfg.Context.Err() != nil {
+			_ = p.Close()
+		}
+	}()
 	tick := time.NewTicker(p.cfg.HealthInterval)
 	defer tick.Stop()
 	for {
@@ -87,14 +93,20 @@ func (p *Picker) round() {
 		}()
 	}
 	wg.Wait()
+	if p.ctx.Err() == nil {
+		now := time.Now()
+		p.mu.Lock()
+		p.updated = &now
+		p.mu.Unlock()
+	}
 }
 
-// probe resolves u's host, then times a TCP connect to its first address. Name resolution is not timed. On
-// Linux the time is the handshake round trip the kernel measured, when it has one and it is below the wall
-// clock's.
+// probe resolves u's host, then times a dial to its first address. Name resolution is not timed. With the
+// default dialer on Linux the time is the handshake round trip the kernel measured, when it has one and it is
+// below the wall clock's.
 func (p *Picker) probe(u *upstream) (time.Duration, error) {
 	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.HealthTimeout)
-	addrs, err := p.cfg.LookupHost(ctx, u.host)
+	addrs, err := p.lookup(ctx, u.host)
 	cancel()
 	if err != nil {
 		return 0, err
@@ -106,14 +118,13 @@ func (p *Picker) probe(u *upstream) (time.Duration, error) {
 
 	ctx, cancel = context.WithTimeout(p.ctx, p.cfg.HealthTimeout)
 	defer cancel()
-	var d net.Dialer
 	start := time.Now()
-	conn, err := d.DialContext(ctx, "tcp", addr)
+	conn, err := p.dial(ctx, addr)
 	rtt := time.Since(start)
 	if err != nil {
 		return 0, err
 	}
-	if k, ok := handshakeRTT(conn); ok && k < rtt {
+	if k, ok := handshakeRTT(conn); ok && p.kernelRTT && k < rtt {
 		rtt = k
 	}
 	_ = conn.Close()

@@ -1,31 +1,34 @@
 package upstreampick
 
 import (
-	"errors"
+	"strconv"
 
-	"github.com/gofiber/fiber/v2/log"
+	"github.com/fiberguard/fiberguard/upstreampick/internal/metricsreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// collector exports a Picker's per-upstream state. It reads the state when scraped, so the request path
-// touches no metric, and a removed upstream's series disappear with it. Label values are configured servers.
+// collector exports a Picker's state. It reads the state when scraped, so the request path touches no metric,
+// and a removed upstream's series disappear with it. Label values are Config.Name and configured servers.
 type collector struct {
 	p   *Picker
 	reg prometheus.Registerer
 
-	rtt, tier, healthy, draining, picks *prometheus.Desc
+	requests, rtt, tier, healthy, draining, picks *prometheus.Desc
 }
 
-// registerCollector registers p's metrics on reg, labelled picker=name. A duplicate registration (the same
-// name on the same registry) is logged and skipped (nil result).
+// registerCollector registers p's metrics on reg, labelled name=name. A duplicate registration (the same name
+// on the same registry) is logged and skipped (nil result).
 func registerCollector(p *Picker, reg prometheus.Registerer, name string) *collector {
+	constant := prometheus.Labels{"name": name}
 	desc := func(metric, help string) *prometheus.Desc {
-		return prometheus.NewDesc("fiberguard_upstreampick_"+metric, help, []string{"upstream"},
-			prometheus.Labels{"picker": name})
+		return prometheus.NewDesc("fiberguard_upstreampick_"+metric, help, []string{"upstream"}, constant)
 	}
 	c := &collector{
 		p:   p,
 		reg: reg,
+		requests: prometheus.NewDesc("fiberguard_upstreampick_requests_total",
+			`Requests that got an upstream (decision="admitted") or found none (decision="rejected").`,
+			[]string{"decision"}, constant),
 		rtt: desc("rtt_seconds", "Connect-time average of the upstream (EWMA of health dials)."),
 		tier: desc("tier",
 			"Latency tier of the upstream, 0 being the nearest; -1 until its first connect-time sample."),
@@ -33,14 +36,8 @@ func registerCollector(p *Picker, reg prometheus.Registerer, name string) *colle
 		draining: desc("draining", "1 while the upstream, removed from the server list, drains."),
 		picks:    desc("picks_total", "Requests sent to the upstream."),
 	}
-	if err := reg.Register(c); err != nil {
-		var are prometheus.AlreadyRegisteredError
-		if errors.As(err, &are) {
-			log.Warnf("upstreampick: metrics of picker %q already registered on this registry (set Config.Name to tell "+
-				"Pickers apart); this one exports none", name)
-		} else {
-			log.Warnf("upstreampick: metrics not registered: %v", err)
-		}
+	if !metricsreg.Register(reg, c, "upstreampick "+strconv.Quote(name),
+		"set Config.Name to tell Pickers on one registry apart; this one exports none") {
 		return nil
 	}
 	return c
@@ -50,6 +47,7 @@ func (c *collector) unregister() { c.reg.Unregister(c) }
 
 // Describe implements prometheus.Collector.
 func (c *collector) Describe(ch chan<- *prometheus.Desc) {
+	ch <- c.requests
 	ch <- c.rtt
 	ch <- c.tier
 	ch <- c.healthy
@@ -65,6 +63,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return 0
 	}
+	ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(c.p.admitted.Load()), "admitted")
+	ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(c.p.rejected.Load()), "rejected")
 	c.p.mu.Lock()
 	defer c.p.mu.Unlock()
 	for _, u := range c.p.ups {

@@ -4,15 +4,17 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"net"
 	"sync"
 	"sync/atomic"
 	"time"
 
+	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
 
 // Picker chooses an upstream for each request and keeps the upstreams' latency, health and drain state. Create
-// it with New and stop it with Close. All methods are safe for concurrent use.
+// it with NewPicker and stop it with Close (or Config.Context). All methods are safe for concurrent use.
 type Picker struct {
 	cfg Config
 
@@ -21,9 +23,23 @@ type Picker struct {
 	bal *balancer
 	lbc *fasthttp.LBClient
 
+	// The rejection headers, built once.
+	retryAfter, rejectedBy []byte
+
+	// Requests through DoDeadline (Handler, LBClient, BalancingClient) that got an upstream, or none.
+	admitted, rejected atomic.Uint64
+
+	// lookup and dial are Config.LookupHost and Config.Dial or their defaults; kernelRTT tells that dial is
+	// the default, whose connections the kernel timed.
+	lookup    func(ctx context.Context, host string) ([]string, error)
+	dial      func(ctx context.Context, addr string) (net.Conn, error)
+	kernelRTT bool
+
 	mu    sync.Mutex
 	ups   []*upstream // configured upstreams in configuration order, then draining ones
 	tiers tierBuilder
+	// updated is when the last health round ended; nil before the first.
+	updated *time.Time
 
 	metrics *collector
 
@@ -57,13 +73,33 @@ type upstream struct {
 	removed    bool
 }
 
-// New creates a Picker over cfg.Servers and starts its health checks; the first round starts at once. Until an
-// upstream's first dial completes it is picked like a member of the nearest tier. New panics, naming the field,
-// when the config is invalid.
-func New(config ...Config) *Picker {
+// NewPicker creates a Picker over cfg.Servers and starts its health checks; the first round starts at once and
+// NewPicker does not wait for it. Until an upstream's first dial completes it is picked like a member of the
+// nearest tier. NewPicker panics, naming the field, when the config is invalid.
+func NewPicker(config ...Config) *Picker {
 	cfg := configDefault(config...)
-	ctx, cancel := context.WithCancel(context.Background())
-	p := &Picker{cfg: cfg, ctx: ctx, cancel: cancel, done: make(chan struct{})}
+	cfg.validate()
+	parent := cfg.Context
+	if parent == nil {
+		parent = context.Background()
+	}
+	ctx, cancel := context.WithCancel(parent)
+	p := &Picker{
+		cfg:        cfg,
+		retryAfter: retryAfterHeader(cfg.RetryAfter),
+		rejectedBy: []byte("upstreampick/" + cfg.Name),
+		lookup:     cfg.LookupHost,
+		dial:       cfg.Dial,
+		ctx:        ctx,
+		cancel:     cancel,
+		done:       make(chan struct{}),
+	}
+	if p.lookup == nil {
+		p.lookup = net.DefaultResolver.LookupHost
+	}
+	if p.dial == nil {
+		p.dial, p.kernelRTT = dialTCP, true
+	}
 	p.bal = &balancer{p: p}
 	p.lbc = &fasthttp.LBClient{
 		Clients: []fasthttp.BalancingClient{p.bal},
@@ -72,7 +108,7 @@ func New(config ...Config) *Picker {
 		HealthCheck: func(*fasthttp.Request, *fasthttp.Response, error) bool { return true },
 	}
 
-	targets, _ := parseServers(cfg.Servers) // checked by configDefault
+	targets, _ := parseServers(cfg.Servers) // checked by validate
 	p.mu.Lock()
 	for _, t := range targets {
 		p.ups = append(p.ups, p.newUpstream(t))
@@ -81,7 +117,11 @@ func New(config ...Config) *Picker {
 	p.mu.Unlock()
 
 	if !cfg.DisableMetrics {
-		p.metrics = registerCollector(p, cfg.Registerer, cfg.Name)
+		reg := cfg.Registerer
+		if reg == nil {
+			reg = prometheus.DefaultRegisterer
+		}
+		p.metrics = registerCollector(p, reg, cfg.Name)
 	}
 	go p.run()
 	return p
@@ -160,7 +200,8 @@ func (p *Picker) Pick() (server string, ok bool) {
 }
 
 // Close stops the health checks, waits for the health goroutine to end, unregisters the metrics and closes
-// idle upstream connections. Requests still go to the last pickable set afterwards. Close is idempotent and
+// idle upstream connections; Config.Context being done does the same. Requests, even concurrent ones, are
+// still answered afterwards, through the last pickable set. Close is idempotent and
 // returns nil.
 func (p *Picker) Close() error {
 	p.closeOnce.Do(func() {

@@ -85,7 +85,7 @@ func TestNewRejectsBadServers(t *testing.T) {
 		msg := newPanic(t, "127.0.0.1:1", tt.server)
 		want := `upstreampick: Config.Servers: server "` + tt.server + `" `
 		if !strings.HasPrefix(msg, want) || !strings.Contains(msg, tt.why) {
-			t.Errorf("New with %q: panic %q, want %q...%q", tt.server, msg, want, tt.why)
+			t.Errorf("NewPicker with %q: panic %q, want %q...%q", tt.server, msg, want, tt.why)
 		}
 	}
 }
@@ -121,10 +121,10 @@ func TestNewRejectsOneServerSpeltTwice(t *testing.T) {
 		msg := newPanic(t, pair[0], pair[1])
 		want := `upstreampick: Config.Servers: server "` + pair[1] + `" is listed twice`
 		if !strings.HasPrefix(msg, want) {
-			t.Errorf("New with %q: panic %q, want %q", pair, msg, want)
+			t.Errorf("NewPicker with %q: panic %q, want %q", pair, msg, want)
 		}
 		if pair[0] != pair[1] && !strings.Contains(msg, `(also as "`+pair[0]+`")`) {
-			t.Errorf("New with %q: panic %q does not name the first spelling", pair, msg)
+			t.Errorf("NewPicker with %q: panic %q does not name the first spelling", pair, msg)
 		}
 	}
 }
@@ -132,19 +132,21 @@ func TestNewRejectsOneServerSpeltTwice(t *testing.T) {
 func TestNewKeepsDistinctServersApart(t *testing.T) {
 	for _, pair := range otherServer {
 		cfg := testConfig(pair[0], pair[1])
-		cfg.HealthInterval, cfg.HealthTimeout = time.Hour, time.Millisecond // no dial matters here
-		p := New(cfg)
+		cfg.HealthInterval, cfg.Dial = time.Hour, refuse // no dial matters here
+		p := NewPicker(cfg)
 		st := p.Status()
 		_ = p.Close()
 		if len(st.Upstreams) != 2 || st.Upstreams[0].Server != pair[0] || st.Upstreams[1].Server != pair[1] {
-			t.Errorf("New with %q: upstreams %+v, want both as configured", pair, st.Upstreams)
+			t.Errorf("NewPicker with %q: upstreams %+v, want both as configured", pair, st.Upstreams)
 		}
 	}
 }
 
 func TestSetServersRejectsOneServerSpeltTwice(t *testing.T) {
-	a := startSite(t, "a", nil)
-	p := newPicker(t, testConfig(a.addr))
+	cfg := testConfig(addrA)
+	cfg.HealthInterval, cfg.Dial = time.Hour, refuse // no dial matters here
+	p := NewPicker(cfg)
+	defer func() { _ = p.Close() }()
 	for _, pair := range sameServer {
 		if err := p.SetServers([]string{pair[0], pair[1]}); err == nil ||
 			!strings.HasPrefix(err.Error(), `upstreampick: SetServers: server "`+pair[1]+`" is listed twice`) {
@@ -152,44 +154,46 @@ func TestSetServersRejectsOneServerSpeltTwice(t *testing.T) {
 		}
 	}
 	for _, tt := range badServers {
-		if err := p.SetServers([]string{a.addr, tt.server}); err == nil ||
+		if err := p.SetServers([]string{addrA, tt.server}); err == nil ||
 			!strings.HasPrefix(err.Error(), `upstreampick: SetServers: server "`+tt.server+`" `) ||
 			!strings.Contains(err.Error(), tt.why) {
 			t.Errorf("SetServers with %q: error %v, want one saying %q", tt.server, err, tt.why)
 		}
 	}
-	if st := p.Status(); len(st.Upstreams) != 1 || st.Upstreams[0].Server != a.addr || st.Upstreams[0].Draining {
+	if st := p.Status(); len(st.Upstreams) != 1 || st.Upstreams[0].Server != addrA || st.Upstreams[0].Draining {
 		t.Fatalf("a rejected list must change nothing: %+v", st)
 	}
 }
 
 func TestSetServersRespeltKeepsTheUpstream(t *testing.T) {
-	a := startSite(t, "a", nil)
-	p := newPicker(t, testConfig(a.addr))
-	waitFor(t, "a measured", func() bool { return allSampled(p) })
-	for range 3 {
-		if err := do(p); err != nil {
+	bubble(t, func(t *testing.T, n *memNet) {
+		n.serve(addrA, time.Millisecond, nil)
+		p := n.picker(testConfig(addrA))
+		waitFor(t, "a measured", func() bool { return allSampled(p) })
+		for range 3 {
+			if err := do(p); err != nil {
+				t.Fatal(err)
+			}
+		}
+
+		respelt := "HTTP://" + addrA + "/"
+		if err := p.SetServers([]string{respelt}); err != nil {
 			t.Fatal(err)
 		}
-	}
-
-	respelt := "HTTP://" + a.addr + "/"
-	if err := p.SetServers([]string{respelt}); err != nil {
-		t.Fatal(err)
-	}
-	st := p.Status()
-	if len(st.Upstreams) != 1 {
-		t.Fatalf("upstreams %+v, want the one server, not a new one beside a draining one", st.Upstreams)
-	}
-	if u := st.Upstreams[0]; u.Server != respelt || u.Draining || !u.Active || !u.Sampled || u.Picks != 3 {
-		t.Fatalf("respelt upstream %+v, want it named %q, active, with its samples and 3 picks", u, respelt)
-	}
-	if server, ok := p.Pick(); !ok || server != respelt {
-		t.Fatalf("Pick() = %q, %v; want the new spelling", server, ok)
-	}
+		st := p.Status()
+		if len(st.Upstreams) != 1 {
+			t.Fatalf("upstreams %+v, want the one server, not a new one beside a draining one", st.Upstreams)
+		}
+		if u := st.Upstreams[0]; u.Server != respelt || u.Draining || !u.Active || !u.Sampled || u.Picks != 3 {
+			t.Fatalf("respelt upstream %+v, want it named %q, active, with its samples and 3 picks", u, respelt)
+		}
+		if server, ok := p.Pick(); !ok || server != respelt {
+			t.Fatalf("Pick() = %q, %v; want the new spelling", server, ok)
+		}
+	})
 }
 
-// newPanic calls New with servers and returns the panic message ("" when New did not panic).
+// newPanic calls NewPicker with servers and returns the panic message ("" when it did not panic).
 func newPanic(t *testing.T, servers ...string) (msg string) {
 	t.Helper()
 	defer func() {
@@ -197,7 +201,7 @@ func newPanic(t *testing.T, servers ...string) (msg string) {
 		msg, _ = r.(string)
 	}()
 	cfg := testConfig(servers...)
-	cfg.HealthInterval, cfg.HealthTimeout = time.Hour, time.Millisecond
-	_ = New(cfg).Close()
+	cfg.HealthInterval, cfg.Dial = time.Hour, refuse
+	_ = NewPicker(cfg).Close()
 	return ""
 }

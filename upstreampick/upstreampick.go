@@ -5,26 +5,36 @@
 // TCP connect time. Upstreams are grouped into latency tiers; a request goes to an upstream picked at random
 // among the healthy ones of the nearest tier, so traffic stays in the nearest site and spreads evenly inside it.
 // An upstream that fails to connect twice in a row (health dial or proxied request) gets no traffic until a
-// connection to it succeeds again.
+// connection to it succeeds again. When no upstream can take a request, Handler rejects it through
+// Config.OnReject and LBClient returns ErrNoUpstream.
 package upstreampick
 
 import (
 	"errors"
+	"strconv"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 )
 
-// ErrNoUpstream is returned when no upstream can take a request: every one is unhealthy or draining. It is a
-// *fiber.Error with status 503, so Fiber's error handler answers 503 Service Unavailable at once, through
-// proxy.Balancer as well as through Handler.
+// ErrNoUpstream is returned by LBClient and BalancingClient when no upstream can take a request: every one is
+// unhealthy or draining. It is a *fiber.Error with status 503, so through proxy.Balancer Fiber's error handler
+// answers 503 Service Unavailable at once (an ErrorHandler can answer it like Config.OnReject, see the README).
+// Handler calls Config.OnReject instead.
 var ErrNoUpstream = &fiber.Error{Code: fiber.StatusServiceUnavailable, Message: "upstreampick: no upstream available"}
 
+// New creates a Picker (see NewPicker) and returns its Handler. Its health goroutine stops when Config.Context
+// is done; with no Context it runs for the life of the process.
+func New(config ...Config) fiber.Handler {
+	return NewPicker(config...).Handler()
+}
+
 // Handler returns a fiber.Handler that proxies the request to a picked upstream, for apps that need none of
-// proxy.Balancer's options. It answers 503 (ErrNoUpstream) when no upstream is pickable, 504
-// (fiber.ErrGatewayTimeout) when the upstream did not answer within Config.Timeout and 502
-// (fiber.ErrBadGateway) on any other upstream failure; each goes through the app's ErrorHandler.
+// proxy.Balancer's options. When no upstream is pickable it sets the Retry-After and Fiberguard-Rejected-By
+// headers and answers with Config.OnReject (by default 503). It returns fiber.ErrGatewayTimeout (504) when the
+// upstream did not answer within Config.Timeout and fiber.ErrBadGateway (502) on any other upstream failure,
+// each for the app's ErrorHandler. Every call returns an equivalent handler over the same Picker.
 func (p *Picker) Handler() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if p.cfg.Next != nil && p.cfg.Next(c) {
@@ -38,10 +48,36 @@ func (p *Picker) Handler() fiber.Handler {
 		case err == nil:
 			return nil
 		case errors.Is(err, ErrNoUpstream):
-			return ErrNoUpstream
+			return p.reject(c)
 		case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout):
 			return fiber.ErrGatewayTimeout
 		}
 		return fiber.ErrBadGateway
 	}
+}
+
+// reject sets the rejection headers and calls OnReject.
+func (p *Picker) reject(c *fiber.Ctx) error {
+	h := &c.Response().Header
+	if p.retryAfter != nil {
+		h.SetCanonical(headerRetryAfter, p.retryAfter)
+	}
+	h.SetCanonical(headerRejectedBy, p.rejectedBy)
+	return p.cfg.OnReject(c)
+}
+
+// Header names, already canonical: no normalization per request.
+var (
+	headerRetryAfter = []byte(fiber.HeaderRetryAfter)
+	headerRejectedBy = []byte("Fiberguard-Rejected-By")
+)
+
+// retryAfterHeader is the Retry-After value for d: whole seconds, rounded up, at least 1; nil (no header) when
+// d is negative.
+func retryAfterHeader(d time.Duration) []byte {
+	if d < 0 {
+		return nil
+	}
+	secs := max(1, (d+time.Second-1)/time.Second)
+	return strconv.AppendInt(nil, int64(secs), 10)
 }

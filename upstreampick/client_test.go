@@ -1,0 +1,53 @@
+package upstreampick
+
+import (
+	"errors"
+	"testing"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+func TestHTTPSUpstreamSchemeIsSet(t *testing.T) {
+	bubble(t, func(t *testing.T, n *memNet) {
+		// The request arrives over http; an https upstream must be spoken to over TLS, not refused as a
+		// redirect to a different scheme.
+		p := n.picker(testConfig("https://10.0.0.9:1"))
+		req := fasthttp.AcquireRequest()
+		defer fasthttp.ReleaseRequest(req)
+		req.SetRequestURI("http://example.com/x")
+		err := p.BalancingClient().DoDeadline(req, &fasthttp.Response{}, time.Now().Add(time.Second))
+		if errors.Is(err, fasthttp.ErrHostClientRedirectToDifferentScheme) || string(req.URI().Scheme()) != "https" {
+			t.Fatalf("err %v scheme %q", err, req.URI().Scheme())
+		}
+	})
+}
+
+func TestDeadUpstreamAttractsNoTraffic(t *testing.T) {
+	bubble(t, func(t *testing.T, n *memNet) {
+		const dead = "10.0.0.9:80" // nothing answers there
+		n.serve(addrA, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("a") })
+		cfg := testConfig(addrA, dead)
+		cfg.HealthInterval = time.Hour // only proxied failures count here; the first round runs at once
+		cfg.HealthTimeout = time.Second
+		p := n.picker(cfg)
+		app := fiberApp(p)
+
+		// The first round's dial to the dead upstream fails (one failure). Proxied dials add the second.
+		waitFor(t, "first health round", func() bool { u, _ := upstreamStatus(p, addrA); return u.Sampled })
+		for i := range 100 {
+			code, body := get(app, "/")
+			if code != 200 || body != "a" {
+				t.Fatalf("request %d: status %d body %q; connection failures must be retried elsewhere", i, code, body)
+			}
+		}
+		u, _ := upstreamStatus(p, dead)
+		if u.Healthy || u.Active {
+			t.Fatalf("dead upstream %+v, want unhealthy and inactive", u)
+		}
+		// It failed fast and was tried at most twice (health dial + one proxied dial, or two proxied dials).
+		if u.Picks > 2 {
+			t.Fatalf("dead upstream picked %d times, want at most 2", u.Picks)
+		}
+	})
+}

@@ -99,9 +99,10 @@ func newGateway(e env) (*gateway, error) {
 		c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSONCharsetUTF8)
 		return c.Send(append(b, '\n'))
 	})
-	app.Get("/", func(c *fiber.Ctx) error {
-		return c.SendString("fiberguard gateway: see /status and /metrics\n")
-	})
+	// The live page (GET /) charts what the sampler keeps of /status; g.close stops the sampler first.
+	lv := newLive(g.status, liveInterval, liveCapacity)
+	lv.mount(app)
+	g.stops = append(g.stops, lv.start())
 	return g, nil
 }
 

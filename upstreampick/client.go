@@ -12,10 +12,12 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// balancer is the fasthttp.BalancingClient behind LBClient.
+// balancer is the fasthttp.BalancingClient behind LBClient and Handler.
 type balancer struct {
-	p       *Picker
-	pending atomic.Int64
+	p *Picker
+	// Written by every request, so kept off the Picker's fields that picks read.
+	pending            atomic.Int64
+	admitted, rejected atomic.Uint64 // requests that got an upstream, or none
 }
 
 // DoDeadline sends req to a picked upstream. When the connection cannot be established (nothing was sent), or
@@ -28,10 +30,10 @@ func (b *balancer) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, de
 	defer b.pending.Add(-1)
 	u := b.p.pick()
 	if u == nil {
-		b.p.rejected.Add(1)
+		b.rejected.Add(1)
 		return ErrNoUpstream
 	}
-	b.p.admitted.Add(1)
+	b.admitted.Add(1)
 	err := b.send(u, req, resp, deadline)
 	if err == nil || !retryable(err, req) || b.p.cfg.Retries == 0 {
 		return err

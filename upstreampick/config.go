@@ -66,8 +66,8 @@ type Config struct {
 
 	// ConfigureClient, when set, adjusts each upstream's fasthttp.HostClient before first use (buffer sizes,
 	// TLSConfig, MaxConns, ...). Addr and IsTLS are set from the server; Dial and DialTimeout are wrapped to
-	// count connection failures, so a Dial or DialTimeout set here replaces Config.Dial for that upstream's
-	// requests (health dials keep Config.Dial).
+	// count connection failures, and one set here replaces Config.Dial for that upstream's requests (health
+	// dials keep Config.Dial).
 	//
 	// Optional. Default: nil
 	ConfigureClient func(server string, c *fasthttp.HostClient)
@@ -78,12 +78,12 @@ type Config struct {
 	// Optional. Default: nil (net.DefaultResolver.LookupHost)
 	LookupHost func(ctx context.Context, host string) (addrs []string, err error)
 
-	// Dial opens a TCP connection to addr ("host:port"), for health dials (addr holds the address LookupHost
-	// returned, the dial is bounded by ctx's deadline, HealthTimeout, and the connection is closed at once) and
-	// for requests (addr holds the configured host; ctx's deadline is the request's dial timeout). A health
-	// dial's connect-time sample is the time Dial took. With the default dialer, on Linux, it is the TCP
-	// handshake's round trip as the kernel timed it, when that is shorter: a busy process then does not
-	// inflate it. TLS, for https upstreams, is layered over the connection Dial returns.
+	// Dial opens a connection to addr ("host:port") for health dials and requests. A health dial passes the
+	// address LookupHost returned and a ctx bounded by HealthTimeout, and closes the connection at once; its
+	// connect-time sample is the time Dial took (with the default dialer on Linux, the TCP handshake's round
+	// trip as the kernel timed it when that is shorter, so a busy process does not inflate it). A request's dial
+	// passes the configured host and a ctx bounded by the dial timeout; TLS, for https upstreams, is layered over
+	// the connection returned. A Dial or DialTimeout set by ConfigureClient takes precedence for requests.
 	//
 	// Optional. Default: nil (a net.Dialer over TCP)
 	Dial func(ctx context.Context, addr string) (net.Conn, error)

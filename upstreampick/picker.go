@@ -26,9 +26,6 @@ type Picker struct {
 	// The rejection headers, built once.
 	retryAfter, rejectedBy []byte
 
-	// Requests through DoDeadline (Handler, LBClient, BalancingClient) that got an upstream, or none.
-	admitted, rejected atomic.Uint64
-
 	// lookup and dial are Config.LookupHost and Config.Dial or their defaults; kernelRTT tells that dial is
 	// the default, whose connections the kernel timed.
 	lookup    func(ctx context.Context, host string) ([]string, error)

@@ -44,8 +44,8 @@ func (p *Picker) Status() Status {
 	st := Status{
 		Name:      p.cfg.Name,
 		Mode:      p.cfg.Mode.String(),
-		Admitted:  p.admitted.Load(),
-		Rejected:  p.rejected.Load(),
+		Admitted:  p.bal.admitted.Load(),
+		Rejected:  p.bal.rejected.Load(),
 		Upstreams: make([]UpstreamStatus, 0, len(p.ups)),
 	}
 	if p.updated != nil {

@@ -19,5 +19,5 @@ func setupLoadshed(app *fiber.App, e env) (func() any, func(), error) {
 	})
 	app.Use(s.Handler())
 	app.Get("/burn", burnHandler)
-	return func() any { return s.Stats() }, func() { _ = s.Close() }, nil
+	return func() any { return s.Status() }, func() { _ = s.Close() }, nil
 }

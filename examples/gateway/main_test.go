@@ -104,13 +104,13 @@ func TestGatewayStatusShowsEveryFeature(t *testing.T) {
 	var ls struct {
 		Load     *float64 `json:"load"`
 		Admitted uint64   `json:"admitted"`
-		Shed     uint64   `json:"shed"`
+		Rejected uint64   `json:"rejected"`
 		Signal   string   `json:"signal"`
 	}
 	if err := json.Unmarshal(status["loadshed"], &ls); err != nil || ls.Load == nil || ls.Signal == "" {
 		t.Fatalf("loadshed status %s: %v", status["loadshed"], err)
 	}
-	if ls.Admitted+ls.Shed == 0 {
+	if ls.Admitted+ls.Rejected == 0 {
 		t.Fatalf("the /burn request was not counted: %s", status["loadshed"])
 	}
 }

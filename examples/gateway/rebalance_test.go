@@ -39,9 +39,9 @@ func TestRebalanceShowsTheClusterOnStatus(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st := rebalanceStatusOf(t, g)
-		if st["state"] != "starting" {
+		if st["decision"] != "starting" {
 			// This gateway serves no connection: far below the floor of 50.
-			if st["enabled"] != true || st["average"] != 20.0 || st["nodes"] != 3.0 || st["state"] != "below_floor" {
+			if st["enabled"] != true || st["average"] != 20.0 || st["nodes"] != 3.0 || st["decision"] != "below_floor" {
 				t.Fatalf("rebalance status %v, want enabled, average 20 over 3 nodes, below_floor", st)
 			}
 			break
@@ -51,7 +51,7 @@ func TestRebalanceShowsTheClusterOnStatus(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	if code, body := fetch(t, g, "/metrics"); code != 200 || !strings.Contains(body, "fiberguard_rebalance_open_connections 0") {
+	if code, body := fetch(t, g, "/metrics"); code != 200 || !strings.Contains(body, `fiberguard_rebalance_open_connections{name="default"} 0`) {
 		t.Fatalf("/metrics lacks the open connections the cluster average is read from:\n%s", body)
 	}
 }

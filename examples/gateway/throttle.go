@@ -40,14 +40,14 @@ func (b *demoBackend) serve(ctx context.Context, d time.Duration) error {
 
 // setupThrottle installs the throttle feature: GET /throttled?ms=N is served by a small simulated backend (8
 // workers, each request holding one for N milliseconds, default 20) behind a throttle. By default the throttle's
-// signal is in process: it fires while more than 4 requests wait for a worker. With FIBERGUARD_PROMETHEUS_URL set,
-// the signal is a PromQL query instead, by default over the same queue as exported on /metrics (scrape the gateway
+// trigger is in process: it fires while more than 4 requests wait for a worker. With FIBERGUARD_PROMETHEUS_URL set,
+// the trigger is a PromQL query instead, by default over the same queue as exported on /metrics (scrape the gateway
 // to use it):
 //
 //	FIBERGUARD_PROMETHEUS_URL=http://127.0.0.1:9090
 //	FIBERGUARD_THROTTLE_QUERY='max(fiberguard_gateway_backend_queue) > 4'
 //
-// /status["throttle"] shows the window, the in-flight count and the signal's state.
+// /status["throttle"] shows the window, the in-flight count and the trigger's state.
 func setupThrottle(app *fiber.App, e env) (func() any, func(), error) {
 	backend := &demoBackend{workers: make(chan struct{}, demoWorkers)}
 	queue := prometheus.NewGaugeFunc(prometheus.GaugeOpts{
@@ -59,7 +59,7 @@ func setupThrottle(app *fiber.App, e env) (func() any, func(), error) {
 	}
 
 	source := "in-process"
-	sig := throttle.Signal{
+	sig := throttle.Trigger{
 		Name:     "backend_queue",
 		Interval: 250 * time.Millisecond,
 		Func: func(context.Context) (bool, error) {
@@ -73,13 +73,13 @@ func setupThrottle(app *fiber.App, e env) (func() any, func(), error) {
 		if query == "" {
 			query = defaultThrottleQ
 		}
-		sig = throttle.Signal{Name: "backend_queue", Query: query, Interval: 5 * time.Second}
+		sig = throttle.Trigger{Name: "backend_queue", Query: query, Interval: 5 * time.Second}
 	}
 
 	th, err := newThrottlerOrError(throttle.Config{
 		Name:          "gateway",
 		PrometheusURL: promURL,
-		Signals:       []throttle.Signal{sig},
+		Triggers:      []throttle.Trigger{sig},
 		WindowMin:     2,
 		WindowMax:     64,
 		Registerer:    e.registry,
@@ -104,8 +104,8 @@ func setupThrottle(app *fiber.App, e env) (func() any, func(), error) {
 		return struct {
 			Source string `json:"source"`
 			Queued int64  `json:"backend_queued"`
-			throttle.Snapshot
-		}{source, backend.queued.Load(), th.Snapshot()}
+			throttle.Status
+		}{source, backend.queued.Load(), th.Status()}
 	}
 	return status, func() { _ = th.Close(); e.registry.Unregister(queue) }, nil
 }

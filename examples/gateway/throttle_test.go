@@ -18,13 +18,13 @@ type throttleStatus struct {
 	InFlight int    `json:"in_flight"`
 	Admitted uint64 `json:"admitted"`
 	Rejected uint64 `json:"rejected"`
-	Signals  []struct {
+	Triggers []struct {
 		Name        string `json:"name"`
 		Kind        string `json:"kind"`
 		Firing      bool   `json:"firing"`
 		Verdict     string `json:"verdict"`
 		Evaluations uint64 `json:"evaluations"`
-	} `json:"signals"`
+	} `json:"triggers"`
 }
 
 func throttleStatusOf(t *testing.T, g *gateway) throttleStatus {
@@ -44,8 +44,8 @@ func TestThrottledRouteInProcess(t *testing.T) {
 	}
 	st := throttleStatusOf(t, g)
 	// Two requests, one at a time, use a window of 2 fully: they count as a round and grow it to 3.
-	if st.Source != "in-process" || st.Window < 2 || st.Window > 3 || st.Admitted != 2 || len(st.Signals) != 1 || st.Signals[0].Kind != "func" {
-		t.Fatalf("throttle status %+v, want the in-process signal and a window of 2 or 3", st)
+	if st.Source != "in-process" || st.Window < 2 || st.Window > 3 || st.Admitted != 2 || len(st.Triggers) != 1 || st.Triggers[0].Kind != "func" {
+		t.Fatalf("throttle status %+v, want the in-process trigger and a window of 2 or 3", st)
 	}
 
 	// More concurrent slow requests than the window admits: the rest are rejected by the throttle.
@@ -70,7 +70,7 @@ func TestThrottledRouteInProcess(t *testing.T) {
 	}
 
 	code, body := fetch(t, g, "/metrics")
-	if code != 200 || !strings.Contains(body, `fiberguard_throttle_window{throttle="gateway"}`) || !strings.Contains(body, "fiberguard_gateway_backend_queue") {
+	if code != 200 || !strings.Contains(body, `fiberguard_throttle_window{name="gateway"}`) || !strings.Contains(body, "fiberguard_gateway_backend_queue") {
 		t.Fatalf("/metrics lacks the throttle's metrics:\n%s", body)
 	}
 }
@@ -93,14 +93,14 @@ func TestThrottledRouteFromPrometheus(t *testing.T) {
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		st := throttleStatusOf(t, g)
-		if len(st.Signals) == 1 && st.Signals[0].Evaluations > 0 {
-			if st.Source != "prometheus" || st.Signals[0].Kind != "promql" || !st.Signals[0].Firing || st.Window != 2 {
-				t.Fatalf("throttle status %+v, want a firing PromQL signal", st)
+		if len(st.Triggers) == 1 && st.Triggers[0].Evaluations > 0 {
+			if st.Source != "prometheus" || st.Triggers[0].Kind != "promql" || !st.Triggers[0].Firing || st.Window != 2 {
+				t.Fatalf("throttle status %+v, want a firing PromQL trigger", st)
 			}
 			break
 		}
 		if time.Now().After(deadline) {
-			t.Fatalf("the PromQL signal was never evaluated: %+v", st)
+			t.Fatalf("the PromQL trigger was never evaluated: %+v", st)
 		}
 		time.Sleep(10 * time.Millisecond)
 	}

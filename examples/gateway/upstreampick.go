@@ -85,7 +85,7 @@ func newPicker(cfg upstreampick.Config) (p *upstreampick.Picker, err error) {
 			err = fmt.Errorf("%v", r)
 		}
 	}()
-	return upstreampick.New(cfg), nil
+	return upstreampick.NewPicker(cfg), nil
 }
 
 func upstreampickMode(s string) (upstreampick.Mode, error) {

@@ -32,6 +32,9 @@ type Config struct {
 	Targets []string
 	// ScrapeInterval is the scrape (and rule evaluation) interval. Optional. Default: 1s.
 	ScrapeInterval time.Duration
+	// Port is the port to listen on, for a target that must know Prometheus' address before Prometheus starts.
+	// Optional. Default: 0 (a free port, picked again when the one picked is taken first).
+	Port int
 }
 
 // startTimeout bounds how long Start waits for readiness and the first scrape of every target. Prometheus 2.42
@@ -67,7 +70,12 @@ func Start(t testing.TB, cfg Config) *Server {
 	// times on a start failure rather than flake.
 	var lastErr error
 	for attempt := 0; attempt < 3; attempt++ {
-		port, err := itest.FreePort()
+		port, err := cfg.Port, error(nil)
+		if port == 0 {
+			port, err = itest.FreePort()
+		} else if attempt > 0 {
+			break // the port asked for is taken
+		}
 		if err != nil {
 			t.Fatalf("promserver: pick a port: %v", err)
 		}

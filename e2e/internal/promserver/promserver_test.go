@@ -44,6 +44,35 @@ func TestStartScrapesTargetAndStops(t *testing.T) {
 	}
 }
 
+// TestStartOnTheGivenPort: a target that must be told Prometheus' address before Prometheus starts gets a
+// server on exactly the port it was told.
+func TestStartOnTheGivenPort(t *testing.T) {
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := &http.Server{Handler: http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/plain; version=0.0.4")
+		_, _ = w.Write([]byte("# TYPE promserver_test_gauge gauge\npromserver_test_gauge 7\n"))
+	})}
+	go func() { _ = srv.Serve(ln) }()
+	t.Cleanup(func() { _ = srv.Close() })
+
+	free, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	port := free.Addr().(*net.TCPAddr).Port
+	free.Close()
+	s := Start(t, Config{Targets: []string{ln.Addr().String()}, Port: port})
+	if want := "http://" + free.Addr().String(); s.URL() != want {
+		t.Fatalf("URL() = %q, want %q", s.URL(), want)
+	}
+	if got := instantQuery(t, s.URL(), "promserver_test_gauge"); got != "7" {
+		t.Fatalf("promserver_test_gauge = %q, want 7", got)
+	}
+}
+
 func TestConfigYAML(t *testing.T) {
 	got := configYAML(Config{Targets: []string{"127.0.0.1:1", "127.0.0.1:2"}, ScrapeInterval: 1500 * time.Millisecond})
 	for _, want := range []string{"scrape_interval: 1500ms", `targets: ["127.0.0.1:1", "127.0.0.1:2"]`, "metrics_path: /metrics"} {

@@ -58,3 +58,34 @@ func BenchmarkHandlerParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestHandlerAllocatesNothing: the request path allocates nothing, whether it passes a request through or sheds
+// its connection (the benchmarks' -benchmem figures, as a test that fails).
+func TestHandlerAllocatesNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		budget int64
+	}{{"passthrough", 0}, {"shedding", math.MaxInt64}} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := newRebalancer(testConfig(fixed(40, 3), 60))
+			h := newApp(r.Handler()).Handler()
+			var ctx fasthttp.RequestCtx
+			ctx.Request.SetRequestURI("/")
+			ctx.Request.Header.SetMethod(fiber.MethodGet)
+			r.budget.Store(tt.budget)
+			h(&ctx) // the app's first request warms its pools
+			// Only the Connection: close of the last shed is undone: Response.Reset would hand the body buffer
+			// back to a pool, which the race detector empties at random.
+			allocs := testing.AllocsPerRun(1000, func() {
+				ctx.Response.Header.ResetConnectionClose()
+				h(&ctx)
+			})
+			if allocs != 0 {
+				t.Fatalf("%v allocations per request, want 0", allocs)
+			}
+			if want := uint64(min(tt.budget, 1002)); r.Status().Shed != want {
+				t.Fatalf("%d connections shed, want %d: every request of the run", r.Status().Shed, want)
+			}
+		})
+	}
+}

@@ -7,6 +7,7 @@ replace github.com/fiberguard/fiberguard/throttle => ../throttle
 replace github.com/fiberguard/fiberguard/upstreampick => ../upstreampick
 
 require (
+	github.com/chromedp/chromedp v0.23.0
 	github.com/fiberguard/fiberguard/throttle v0.0.0
 	github.com/fiberguard/fiberguard/upstreampick v0.0.0
 	github.com/florianl/go-nfqueue/v2 v2.1.0
@@ -16,6 +17,11 @@ require (
 	github.com/valyala/fasthttp v1.78.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.50.0
+)
+
+require (
+	github.com/chromedp/cdproto v0.159.0 // indirect
+	github.com/go-json-experiment/json v0.0.0-20260213210345-44df1a37e875 // indirect
 )
 
 require (

@@ -306,7 +306,10 @@ func TestRunStopsWhenInterrupted(t *testing.T) {
 func TestMainExitsOnCtrlCWithASummary(t *testing.T) {
 	srv := startTestServer(t)
 	args, _ := json.Marshal([]string{"-target", srv.URL, "-duration", "1m", "-r", "20:/ok"})
-	cmd := exec.Command(os.Args[0])
+	// Killed if it outlives the test's patience, so that a failure never leaves a child sending for a minute.
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, os.Args[0])
 	cmd.Env = append(os.Environ(), runMainEnv+"="+string(args))
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {

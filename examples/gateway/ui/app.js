@@ -52,15 +52,21 @@
     });
   }
 
-  // rate turns a cumulative counter into a per-second rate between consecutive samples. A counter that went
-  // down (a restarted feature) or is missing on either side gives a gap.
+  // rate turns a cumulative counter into a per-second rate since the previous sample at least MIN_RATE_SECONDS
+  // older: a gateway starved of CPU can take two samples a millisecond apart, and a rate over that would be
+  // noise. A counter that went down (a restarted feature) or is missing on either side gives a gap.
+  var MIN_RATE_SECONDS = 0.25;
   function rate(counter) {
     var values = column(counter);
     return values.map(function (v, i) {
-      if (i === 0 || v === null || values[i - 1] === null) return null;
-      var dt = state.times[i] - state.times[i - 1];
-      var dv = v - values[i - 1];
-      return dt > 0 && dv >= 0 ? dv / dt : null;
+      if (v === null) return null;
+      for (var j = i - 1; j >= 0; j--) {
+        var dt = state.times[i] - state.times[j];
+        if (dt < MIN_RATE_SECONDS) continue;
+        var dv = v - values[j];
+        return values[j] !== null && dv >= 0 ? dv / dt : null;
+      }
+      return null;
     });
   }
 
@@ -151,7 +157,7 @@
         width: chartWidth(el),
         height: chartHeight(),
         series: [{}].concat(spec.series),
-        axes: spec.axes || [{}, {}],
+        axes: spec.axes || valueAxes,
         scales: spec.scales || {},
         legend: {show: true}
       };
@@ -184,7 +190,13 @@
     return function (u, min, max) { return [0, Math.max(top, num(max) || 0) * 1.05]; };
   }
 
-  var rateAxis = [{}, {size: 50}];
+  // fitLabels sizes a y axis to its longest tick label, so "10,000" is not clipped.
+  function fitLabels(u, values) {
+    var longest = (values || []).reduce(function (w, v) { return Math.max(w, String(v).length); }, 3);
+    return 20 + 7 * longest;
+  }
+
+  var valueAxes = [{}, {size: fitLabels}];
 
   // ---- features
 
@@ -227,7 +239,7 @@
         line('critical admitted/s', COLORS[5], {dash: [6, 3], value: digits(1)}),
         line('critical rejected/s', COLORS[6], {dash: [6, 3], value: digits(1)})
       ],
-      axes: rateAxis,
+      axes: valueAxes,
       scales: {y: {range: fromZero(1)}}
     }, [
       rate(function (s) { return ls(s).admitted; }),
@@ -274,7 +286,7 @@
         line('admitted/s', COLORS[2], {value: digits(1)}),
         line('rejected/s', COLORS[1], {width: 2, value: digits(1)})
       ],
-      axes: rateAxis,
+      axes: valueAxes,
       scales: {y: {range: fromZero(1)}}
     }, [
       rate(function (s) { return th(s).admitted; }),
@@ -358,7 +370,7 @@
       series: labels.map(function (label, k) {
         return line(label, COLORS[k % COLORS.length], {width: 2, value: legendText(rttID, digits(2))});
       }),
-      axes: rateAxis,
+      axes: valueAxes,
       scales: {y: {range: fromZero(0.1)}}
     }, rtts);
 
@@ -367,7 +379,7 @@
       series: servers.map(function (server, k) {
         return line(server, COLORS[k % COLORS.length], {value: digits(1)});
       }),
-      axes: rateAxis,
+      axes: valueAxes,
       scales: {y: {range: fromZero(1)}}
     }, servers.map(function (server) {
       return rate(function (s) { var u = find(up(s), 'server', server); return u && u.picks; });
@@ -431,7 +443,7 @@
         line('cluster average', COLORS[2], {dash: [4, 4], value: digits(1)}),
         line('sheds/s', COLORS[1], {scale: 'rate', value: digits(1)})
       ],
-      axes: [{}, {size: 50}, {scale: 'rate', side: 1, size: 50, grid: {show: false}}],
+      axes: [{}, {size: fitLabels}, {scale: 'rate', side: 1, size: fitLabels, grid: {show: false}}],
       scales: {y: {range: fromZero(1)}, rate: {range: fromZero(1)}}
     }, [
       column(function (s) { return rb(s).connections; }),

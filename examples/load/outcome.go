@@ -69,13 +69,12 @@ func moduleOf(header string) string {
 	if m == "" {
 		return "(unnamed)"
 	}
-	b := []byte(m)
-	for i, c := range b {
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z' || '0' <= c && c <= '9' || c == '-' || c == '_' || c == '.') {
-			b[i] = '_'
+	return strings.Map(func(r rune) rune {
+		if 'a' <= r && r <= 'z' || 'A' <= r && r <= 'Z' || '0' <= r && r <= '9' || strings.ContainsRune("-_.", r) {
+			return r
 		}
-	}
-	return string(b)
+		return '_'
+	}, m)
 }
 
 func isTimeout(err error) bool {

@@ -30,7 +30,7 @@ func TestClassifySplitsRejectionsByModule(t *testing.T) {
 		{"no slash", result{status: 503, rejectedBy: "mymodule"}, outcome{kind: kindRejected, module: "mymodule"}},
 		{"spaces", result{status: 503, rejectedBy: " loadshed /default"}, outcome{kind: kindRejected, module: "loadshed"}},
 		{"a module name that would break a key=value line", result{status: 503, rejectedBy: "my mod=x\u00e9/n"},
-			outcome{kind: kindRejected, module: "my_mod_x__"}},
+			outcome{kind: kindRejected, module: "my_mod_x_"}},
 		{"empty module", result{status: 503, rejectedBy: "/default"}, outcome{kind: kindRejected, module: "(unnamed)"}},
 		{"long module", result{status: 503, rejectedBy: "m234567890123456789012345678901234567890/x"},
 			outcome{kind: kindRejected, module: "m2345678901234567890123456789012"}},

@@ -195,6 +195,7 @@ func TestCriticalRequestsUseTheirOwnBand(t *testing.T) {
 	s, reg := newTestShedder(t, Config{
 		Signal:   load,
 		Critical: func(c *fiber.Ctx) bool { return c.Get("X-Priority") == "critical" },
+		Interval: time.Hour, // the test takes the readings itself: no sampler tick may race with it
 	})
 	app := newApp(s)
 	if r := get(t, app, "/"); r.code != 503 {
@@ -555,7 +556,7 @@ func TestNilRegistererUsesTheDefault(t *testing.T) {
 
 func TestStatusJSON(t *testing.T) {
 	sig := newFixedLoad(0.97)
-	s, _ := newTestShedder(t, Config{Signal: sig, Name: "api", Interval: 250 * time.Millisecond})
+	s, _ := newTestShedder(t, Config{Signal: sig, Name: "api", Interval: time.Hour}) // the test takes the readings
 	get(t, newApp(s), "/")
 	before := time.Now()
 	s.sample(false)
@@ -575,7 +576,7 @@ func TestStatusJSON(t *testing.T) {
 	want := map[string]any{
 		"name": "api", "load": 0.97, "probability": 1.0, "critical_probability": 0.0,
 		"admitted": 0.0, "rejected": 1.0, "critical_admitted": 0.0, "critical_rejected": 0.0, "sampler_errors": 0.0,
-		"dry_run": false, "signal": "custom", "interval_seconds": 0.25, "readings": []any{},
+		"dry_run": false, "signal": "custom", "interval_seconds": 3600.0, "readings": []any{},
 	}
 	updated, _ := got["updated_at"].(string)
 	delete(got, "updated_at")

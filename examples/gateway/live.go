@@ -131,9 +131,9 @@ func (l *live) lastSeq() uint64 {
 	return l.last
 }
 
-// statusJSON marshals one feature's status. A status that cannot be marshalled, panics, or is over max bytes
+// statusJSON marshals one feature's status. A status that cannot be marshalled, panics, or is over limit bytes
 // becomes {"error": why}, so one feature never spoils the others' part of a sample.
-func statusJSON(status func() any, max int) (b []byte) {
+func statusJSON(status func() any, limit int) (b []byte) {
 	defer func() {
 		if p := recover(); p != nil {
 			b = liveError(fmt.Sprintf("status panicked: %v", p))
@@ -143,8 +143,8 @@ func statusJSON(status func() any, max int) (b []byte) {
 	switch {
 	case err != nil:
 		return liveError("status does not marshal: " + err.Error())
-	case len(b) > max:
-		return liveError(fmt.Sprintf("status is %d bytes, over the %d a sample has room for", len(b), max))
+	case len(b) > limit:
+		return liveError(fmt.Sprintf("status is %d bytes, over the %d a sample has room for", len(b), limit))
 	}
 	return b
 }

@@ -10,6 +10,7 @@ import (
 	"os"
 	"path/filepath"
 	"regexp"
+	"runtime"
 	"sort"
 	"strings"
 	"sync"
@@ -320,33 +321,51 @@ func instantQueryCount(client *http.Client, base, expr string) (int, error) {
 	return len(series), nil
 }
 
-// driveGateway sends a mix of requests to every demo route for d: CPU work past what the gateway may use,
-// a queue for the throttle, proxied requests for the picker.
+// driveGateway drives every demo route open loop for d, as `go run ./examples/load` does: CPU work at 1.5 times
+// what the machine's CPUs can serve, the throttled backend past its 400/s, and proxied requests. Requests are sent
+// on schedule whatever the answers' latency; one due while 512 are in flight is not sent.
 func driveGateway(t *testing.T, base string, d time.Duration) {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
-	client := &http.Client{Timeout: 5 * time.Second}
+	client := &http.Client{Timeout: 2 * time.Second, Transport: &http.Transport{MaxIdleConnsPerHost: 512}}
+	defer client.CloseIdleConnections()
+	slots := make(chan struct{}, 512)
 	var wg sync.WaitGroup
 	for _, route := range []struct {
-		path    string
-		workers int
-	}{{"/burn?ms=20", 8}, {"/throttled?ms=50", 24}, {"/proxy/hello", 2}} {
-		for range route.workers {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				for ctx.Err() == nil {
-					req, _ := http.NewRequestWithContext(ctx, http.MethodGet, base+route.path, nil)
+		path string
+		rate int
+	}{{"/burn?ms=5", 300 * runtime.NumCPU()}, {"/throttled?ms=20", 500}, {"/proxy/hello", 100}} {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			tick := time.NewTicker(time.Second / time.Duration(route.rate))
+			defer tick.Stop()
+			for {
+				select {
+				case <-ctx.Done():
+					return
+				case <-tick.C:
+				}
+				select {
+				case slots <- struct{}{}:
+				default:
+					continue // the bound is hit: skip this one rather than fall behind
+				}
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					defer func() { <-slots }()
+					req, _ := http.NewRequestWithContext(context.Background(), http.MethodGet, base+route.path, nil)
 					resp, err := client.Do(req)
 					if err != nil {
-						continue
+						return
 					}
 					_, _ = io.Copy(io.Discard, resp.Body)
 					resp.Body.Close()
-				}
-			}()
-		}
+				}()
+			}
+		}()
 	}
 	wg.Wait()
 }

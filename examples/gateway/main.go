@@ -187,7 +187,7 @@ func run(ctx context.Context, getenv func(string) string, logger *log.Logger) er
 	if err != nil {
 		return fmt.Errorf("gateway: %w (set FIBERGUARD_ADDR to a free host:port)", err)
 	}
-	logger.Printf("fiberguard gateway on http://%s (GET /status, /metrics)", ln.Addr())
+	logger.Printf("fiberguard gateway on http://%s (live page on /, JSON on /status, Prometheus on /metrics)", ln.Addr())
 
 	served, shut := make(chan struct{}), make(chan struct{})
 	go func() {

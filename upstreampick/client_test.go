@@ -34,7 +34,7 @@ func TestDeadUpstreamAttractsNoTraffic(t *testing.T) {
 		app := fiberApp(p)
 
 		// The first round's dial to the dead upstream fails (one failure). Proxied dials add the second.
-		waitFor(t, "first health round", func() bool { u, _ := upstreamStatus(p, addrA); return u.Sampled })
+		eventually(t, "first health round", func() bool { u, _ := upstreamStatus(p, addrA); return u.Sampled })
 		for i := range 100 {
 			code, body := get(app, "/")
 			if code != 200 || body != "a" {

@@ -49,7 +49,7 @@ func TestHealthCheckAndRequestRecoverThroughOnePath(t *testing.T) {
 				cfg := testConfig(addrA)
 				cfg.HealthInterval, cfg.HealthTimeout = time.Hour, time.Second // the test runs the rounds
 				p := n.picker(cfg)
-				waitFor(t, "first health round", func() bool { return allSampled(p) })
+				eventually(t, "first health round", func() bool { return allSampled(p) })
 				p.mu.Lock()
 				u := p.ups[0]
 				p.mu.Unlock()
@@ -134,7 +134,7 @@ func TestNameResolutionIsNotTimed(t *testing.T) {
 			return []string{"10.0.0.3"}, nil
 		}
 		p := n.picker(cfg)
-		waitFor(t, "measured", func() bool { return allSampled(p) })
+		eventually(t, "measured", func() bool { return allSampled(p) })
 		u := p.Status().Upstreams[0]
 		if u.RTTSeconds != 0.001 || !u.Healthy {
 			t.Fatalf("status %+v: the resolver's 200 ms must not be part of the 1 ms connect time", u)
@@ -153,7 +153,7 @@ func TestResolutionFailureCounts(t *testing.T) {
 		cfg := testConfig("http://upstream.test:80")
 		cfg.LookupHost = func(context.Context, string) ([]string, error) { return nil, errors.New("no such host") }
 		p := n.picker(cfg)
-		waitFor(t, "unhealthy", func() bool { u, _ := upstreamStatus(p, "http://upstream.test:80"); return !u.Healthy })
+		eventually(t, "unhealthy", func() bool { u, _ := upstreamStatus(p, "http://upstream.test:80"); return !u.Healthy })
 		if n.dials("10.0.0.3:80") != 0 {
 			t.Fatal("dialled although the name did not resolve")
 		}
@@ -166,7 +166,7 @@ func TestRequestsDialThroughConfigDial(t *testing.T) {
 	bubble(t, func(t *testing.T, n *memNet) {
 		n.serve(addrA, time.Millisecond, nil)
 		p := n.picker(testConfig(addrA))
-		waitFor(t, "measured", func() bool { return allSampled(p) })
+		eventually(t, "measured", func() bool { return allSampled(p) })
 		health := n.dials(addrA)
 		if err := do(p); err != nil {
 			t.Fatal(err)

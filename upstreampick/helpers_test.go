@@ -25,18 +25,6 @@ func testConfig(servers ...string) Config {
 	}
 }
 
-// waitFor polls cond until it holds or 10 s pass (on the bubble's clock inside one).
-func waitFor(t *testing.T, what string, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatalf("timed out waiting for %s", what)
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 // recv waits for ch for at most 10 s.
 func recv[T any](t *testing.T, ch <-chan T, what string) T {
 	t.Helper()

@@ -119,3 +119,15 @@ func TestLoopbackDefaultDialer(t *testing.T) {
 		t.Fatalf("picks %d, want 200", picks)
 	}
 }
+
+// waitFor polls cond until it holds or 10 s pass.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+}

@@ -52,6 +52,24 @@ func bubble(t *testing.T, f func(t *testing.T, n *memNet)) {
 	})
 }
 
+// eventually waits until cond holds, checking it only when every other goroutine of the bubble is durably
+// blocked, so that no change is seen half made (a flag set, the pick set not yet rebuilt). It fails after 10 s
+// of the bubble's time.
+func eventually(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		synctest.Wait()
+		if cond() {
+			return
+		}
+		if !time.Now().Before(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(time.Millisecond)
+	}
+}
+
 // picker creates a Picker over n, closed when the bubble ends.
 func (n *memNet) picker(cfg Config) *Picker {
 	cfg.Dial = n.Dial

@@ -15,7 +15,7 @@ func TestMetrics(t *testing.T) {
 		cfg := testConfig(addrA)
 		cfg.Registerer = reg
 		p := n.picker(cfg)
-		waitFor(t, "measured", func() bool { return allSampled(p) })
+		eventually(t, "measured", func() bool { return allSampled(p) })
 		if err := do(p); err != nil {
 			t.Fatal(err)
 		}

@@ -20,7 +20,7 @@ func TestProxyBalancerSpreadsAndMeasures(t *testing.T) {
 		p := n.picker(testConfig("http://"+addrA, addrB))
 		app := fiberApp(p)
 
-		waitFor(t, "both upstreams measured", func() bool { return allSampled(p) })
+		eventually(t, "both upstreams measured", func() bool { return allSampled(p) })
 		seen := map[string]int{}
 		for range 200 {
 			code, body := get(app, "/x")
@@ -98,7 +98,7 @@ func TestSetServersDrains(t *testing.T) {
 			t.Fatalf("re-added upstream %+v, want not draining", ua)
 		}
 		// Both are 1 ms away, so a is back in b's tier.
-		waitFor(t, "re-added upstream active", func() bool { ua, _ := upstreamStatus(p, addrA); return ua.Active })
+		eventually(t, "re-added upstream active", func() bool { ua, _ := upstreamStatus(p, addrA); return ua.Active })
 		if err := p.SetServers([]string{addrB}); err != nil {
 			t.Fatal(err)
 		}
@@ -107,7 +107,7 @@ func TestSetServersDrains(t *testing.T) {
 		if body := recv(t, held, "held request"); body != "a" {
 			t.Fatalf("in-flight request got %q, want it to finish on a", body)
 		}
-		waitFor(t, "drained upstream forgotten", func() bool { _, ok := upstreamStatus(p, addrA); return !ok })
+		eventually(t, "drained upstream forgotten", func() bool { _, ok := upstreamStatus(p, addrA); return !ok })
 		if n := testutil.CollectAndCount(reg, "fiberguard_upstreampick_picks_total"); n != 1 {
 			t.Fatalf("picks series %d, want 1 after a is forgotten", n)
 		}
@@ -142,7 +142,7 @@ func TestDrainTimeout(t *testing.T) {
 			t.Fatal(err)
 		}
 		removed := time.Now()
-		waitFor(t, "drain timeout", func() bool { _, ok := upstreamStatus(p, addrA); return !ok })
+		eventually(t, "drain timeout", func() bool { _, ok := upstreamStatus(p, addrA); return !ok })
 		// Forgotten at the first round after the timeout.
 		if d := time.Since(removed); d < cfg.DrainTimeout || d > cfg.DrainTimeout+cfg.HealthInterval+5*time.Millisecond {
 			t.Fatalf("forgotten %v after removal, want within a round after %v", d, cfg.DrainTimeout)

@@ -169,7 +169,7 @@ func TestSetServersRespeltKeepsTheUpstream(t *testing.T) {
 	bubble(t, func(t *testing.T, n *memNet) {
 		n.serve(addrA, time.Millisecond, nil)
 		p := n.picker(testConfig(addrA))
-		waitFor(t, "a measured", func() bool { return allSampled(p) })
+		eventually(t, "a measured", func() bool { return allSampled(p) })
 		for range 3 {
 			if err := do(p); err != nil {
 				t.Fatal(err)

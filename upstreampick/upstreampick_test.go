@@ -27,7 +27,7 @@ func TestNoUpstreamFailsFast(t *testing.T) {
 	bubble(t, func(t *testing.T, n *memNet) {
 		d1, d2 := "10.0.0.8:80", "10.0.0.9:80" // nothing answers there
 		p := n.picker(testConfig(d1, d2))
-		waitFor(t, "both upstreams unhealthy", func() bool { return allUnhealthy(p) })
+		eventually(t, "both upstreams unhealthy", func() bool { return allUnhealthy(p) })
 
 		balanced := fiber.New()
 		balanced.Use(proxy.Balancer(proxy.Config{Client: p.LBClient()}))
@@ -60,7 +60,7 @@ const deadServer = "10.0.0.9:80"
 func rejectingApp(t *testing.T, n *memNet, cfg Config) fasthttp.RequestHandler {
 	t.Helper()
 	p := n.picker(cfg)
-	waitFor(t, "upstreams unhealthy", func() bool { return allUnhealthy(p) })
+	eventually(t, "upstreams unhealthy", func() bool { return allUnhealthy(p) })
 	app := fiber.New()
 	app.Use(p.Handler())
 	return app.Handler()
@@ -196,7 +196,8 @@ func TestContextStopsTheHealthGoroutine(t *testing.T) {
 		app.Use(New(cfg))
 		cfg.Name = "handle"
 		p := NewPicker(cfg)
-		time.Sleep(3 * cfg.HealthInterval)
+		time.Sleep(3*cfg.HealthInterval + cfg.HealthInterval/2) // between rounds
+		synctest.Wait()
 		if code, body := get(app.Handler(), "/"); code != fiber.StatusOK || body != addrA {
 			t.Fatalf("status %d body %q", code, body)
 		}
@@ -233,7 +234,7 @@ func TestCloseIsIdempotentAndStopsHealth(t *testing.T) {
 	bubble(t, func(t *testing.T, n *memNet) {
 		n.serve(addrA, time.Millisecond, nil)
 		p := n.picker(testConfig(addrA))
-		waitFor(t, "measured", func() bool { return allSampled(p) })
+		eventually(t, "measured", func() bool { return allSampled(p) })
 		if err := p.Close(); err != nil {
 			t.Fatalf("Close: %v", err)
 		}

@@ -87,7 +87,8 @@ func BenchmarkHandlerAdmitted(b *testing.B) {
 	runHandler(b, benchApp(b, th.Handler()), fiber.StatusOK)
 }
 
-// BenchmarkHandlerRejected is a request turned away with the default 503 and Retry-After.
+// BenchmarkHandlerRejected is a request turned away by the default OnReject: 503, a text body, Retry-After and
+// Fiberguard-Rejected-By.
 func BenchmarkHandlerRejected(b *testing.B) {
 	th := NewThrottler(Config{WindowMin: 1, WindowMax: 1, DisableMetrics: true})
 	defer th.Close()

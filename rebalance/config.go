@@ -2,25 +2,12 @@ package rebalance
 
 import (
 	"context"
-	"fmt"
-	"math"
 	"net/http"
-	"net/url"
 	"time"
-	"unicode/utf8"
 
+	"github.com/fiberguard/fiberguard/rebalance/core"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
-)
-
-// Bounds of the durations in Config. An interval runs two Prometheus queries, and evaluating faster than
-// Prometheus scrapes only re-reads the same samples, so the floor is far below any useful scrape interval; the
-// ceiling keeps 3 * Interval (the default MaxAge) from overflowing. The window is kept as one count per
-// interval, so its length in intervals bounds that buffer.
-const (
-	minInterval        = 100 * time.Millisecond
-	maxInterval        = 10 * time.Minute
-	maxWindowIntervals = 1000
 )
 
 // Config defines the config for the rebalance middleware. The middleware never rejects a request, so it has no
@@ -169,76 +156,56 @@ func configDefault(config ...Config) Config {
 	if len(config) > 0 {
 		cfg = config[0]
 	}
-
-	if cfg.Query == "" {
-		cfg.Query = ConfigDefault.Query
-	}
-	if cfg.TimestampQuery == "" && cfg.Query == DefaultQuery {
-		cfg.TimestampQuery = DefaultTimestampQuery
-	}
-	if cfg.Interval == 0 {
-		cfg.Interval = ConfigDefault.Interval
-	}
-	if cfg.Threshold == 0 {
-		cfg.Threshold = ConfigDefault.Threshold
-	}
-	if cfg.ShedRate == 0 {
-		cfg.ShedRate = ConfigDefault.ShedRate
-	}
-	if cfg.MinConnections == 0 {
-		cfg.MinConnections = ConfigDefault.MinConnections
-	}
-	if cfg.MaxAge == 0 {
-		cfg.MaxAge = 3 * cfg.Interval
-	}
-	if cfg.Window == 0 {
-		cfg.Window = ConfigDefault.Window
-	}
-	if cfg.Name == "" {
-		cfg.Name = ConfigDefault.Name
-	}
-	if cfg.Registerer == nil {
-		cfg.Registerer = prometheus.DefaultRegisterer
-	}
+	cfg.setEngineConfig(cfg.engineConfig().WithDefaults(ConfigDefault.engineConfig()))
 	return cfg
 }
 
-// validate panics when a field of a filled config is out of range, naming the field.
+// validate panics when a field of a filled config is out of range, naming the field. Every field it checks is
+// one the core shares: Next and App need no check.
 func (cfg Config) validate() {
-	if cfg.Cluster == nil {
-		if cfg.PrometheusURL == "" {
-			panic("rebalance: Config.PrometheusURL or Config.Cluster must be set")
-		}
-		u, err := url.Parse(cfg.PrometheusURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			panic(fmt.Sprintf("rebalance: Config.PrometheusURL must be an http(s) URL, got %q", cfg.PrometheusURL))
-		}
-		if cfg.TimestampQuery == "" {
-			panic("rebalance: Config.TimestampQuery must be set with Config.Query: the timestamps of the samples " +
-				"Query reads (see DefaultTimestampQuery)")
-		}
+	cfg.engineConfig().Validate()
+}
+
+// engineConfig is the part of cfg the core reads.
+func (cfg Config) engineConfig() core.Config {
+	return core.Config{
+		PrometheusURL:  cfg.PrometheusURL,
+		Query:          cfg.Query,
+		TimestampQuery: cfg.TimestampQuery,
+		Cluster:        cfg.Cluster,
+		Connections:    cfg.Connections,
+		Interval:       cfg.Interval,
+		Threshold:      cfg.Threshold,
+		Target:         cfg.Target,
+		ShedRate:       cfg.ShedRate,
+		MinConnections: cfg.MinConnections,
+		MaxAge:         cfg.MaxAge,
+		Window:         cfg.Window,
+		RoundTripper:   cfg.RoundTripper,
+		Name:           cfg.Name,
+		Registerer:     cfg.Registerer,
+		DisableMetrics: cfg.DisableMetrics,
+		Context:        cfg.Context,
 	}
-	if cfg.Interval < minInterval || cfg.Interval > maxInterval {
-		panic(fmt.Sprintf("rebalance: Config.Interval must lie in [%v, %v], got %v", minInterval, maxInterval, cfg.Interval))
-	}
-	if !(cfg.Threshold > 0) || math.IsInf(cfg.Threshold, 0) {
-		panic(fmt.Sprintf("rebalance: Config.Threshold must be a positive number, got %v", cfg.Threshold))
-	}
-	if !(cfg.Target >= 0 && cfg.Target <= cfg.Threshold) {
-		panic(fmt.Sprintf("rebalance: Config.Target must lie in [0, Config.Threshold], got %v", cfg.Target))
-	}
-	if !(cfg.ShedRate > 0 && cfg.ShedRate <= 1) {
-		panic(fmt.Sprintf("rebalance: Config.ShedRate must lie in (0, 1], got %v", cfg.ShedRate))
-	}
-	if cfg.MaxAge < minInterval {
-		panic(fmt.Sprintf("rebalance: Config.MaxAge must be at least %v, got %v", minInterval, cfg.MaxAge))
-	}
-	if cfg.Window < 0 || cfg.Window/cfg.Interval > maxWindowIntervals {
-		panic(fmt.Sprintf("rebalance: Config.Window must lie in [0, %d * Config.Interval], got %v at an Interval of %v",
-			maxWindowIntervals, cfg.Window, cfg.Interval))
-	}
-	// A metric label value must be UTF-8: otherwise the collector fails to register.
-	if !utf8.ValidString(cfg.Name) {
-		panic(fmt.Sprintf("rebalance: Config.Name must be valid UTF-8, got %q", cfg.Name))
-	}
+}
+
+// setEngineConfig sets the fields of cfg that the core shares from c.
+func (cfg *Config) setEngineConfig(c core.Config) {
+	cfg.PrometheusURL = c.PrometheusURL
+	cfg.Query = c.Query
+	cfg.TimestampQuery = c.TimestampQuery
+	cfg.Cluster = c.Cluster
+	cfg.Connections = c.Connections
+	cfg.Interval = c.Interval
+	cfg.Threshold = c.Threshold
+	cfg.Target = c.Target
+	cfg.ShedRate = c.ShedRate
+	cfg.MinConnections = c.MinConnections
+	cfg.MaxAge = c.MaxAge
+	cfg.Window = c.Window
+	cfg.RoundTripper = c.RoundTripper
+	cfg.Name = c.Name
+	cfg.Registerer = c.Registerer
+	cfg.DisableMetrics = c.DisableMetrics
+	cfg.Context = c.Context
 }

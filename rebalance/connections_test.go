@@ -66,7 +66,7 @@ func TestRealConnections(t *testing.T) {
 	}
 	waitFor(t, func() bool { return app.Server().GetOpenConnectionsCount() == clients })
 
-	r.tick(context.Background())
+	r.engine.Evaluate(context.Background())
 	if st := r.Status(); st.Connections != clients || st.Decision != DecisionShedding || st.Budget != 1 {
 		t.Fatalf("status %+v, want %d connections, shedding 1", st, clients)
 	}

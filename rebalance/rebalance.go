@@ -15,7 +15,7 @@ package rebalance
 
 import (
 	"github.com/gofiber/fiber/v2"
-	"github.com/valyala/fasthttp"
+	"github.com/gofiber/fiber/v2/log"
 )
 
 // New returns the middleware: NewRebalancer(config...).Handler(). Its background loop runs until Config.Context
@@ -36,7 +36,7 @@ func NewRebalancer(config ...Config) *Rebalancer {
 	cfg := configDefault(config...)
 	cfg.validate()
 	r := newRebalancer(cfg)
-	r.start(cfg.Context)
+	r.engine.Start()
 	if cfg.App != nil {
 		cfg.App.Hooks().OnShutdown(r.Close)
 	}
@@ -56,23 +56,12 @@ func (r *Rebalancer) Handler() fiber.Handler {
 			r.server.CompareAndSwap(nil, c.App().Server())
 		}
 		err := c.Next()
-		if r.budget.Load() > 0 {
-			r.shedConnection(c.Context())
+		ctx := c.Context()
+		if r.engine.Shed(ctx.Request.Header.ConnectionClose() || ctx.Response.Header.ConnectionClose()) {
+			ctx.SetConnectionClose()
 		}
 		return err
 	}
-}
-
-// shedConnection spends one unit of budget on the connection serving ctx, unless it closes anyway.
-func (r *Rebalancer) shedConnection(ctx *fasthttp.RequestCtx) {
-	if ctx.Request.Header.ConnectionClose() || ctx.Response.Header.ConnectionClose() {
-		return
-	}
-	if r.budget.Add(-1) < 0 {
-		return
-	}
-	ctx.SetConnectionClose()
-	r.shed.Add(1)
 }
 
 // localConnections is this node's open connections: from Config.Connections, or from the server of the app.
@@ -86,3 +75,9 @@ func (r *Rebalancer) localConnections() int {
 	}
 	return 0
 }
+
+// fiberLogger writes the core's log lines through Fiber's log, so that the application's log settings apply.
+type fiberLogger struct{}
+
+func (fiberLogger) Infof(format string, v ...any) { log.Infof(format, v...) }
+func (fiberLogger) Warnf(format string, v ...any) { log.Warnf(format, v...) }

@@ -2,11 +2,8 @@ package rebalance
 
 import (
 	"context"
-	"errors"
 	"fmt"
-	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -80,7 +77,7 @@ func TestHandlerSpendsTheBudgetOncePerInterval(t *testing.T) {
 	if got := countCloses(t, app, 5); got != 0 {
 		t.Fatalf("before the first interval: %d responses closed, want 0", got)
 	}
-	r.tick(context.Background())
+	r.engine.Evaluate(context.Background())
 	st := r.Status()
 	if st.Decision != DecisionShedding || st.Budget != 2 || st.Balance != 0.5 || st.Average != 40 || st.Nodes != 3 {
 		t.Fatalf("status %+v, want shedding with budget 2 at balance 0.5", st)
@@ -88,7 +85,7 @@ func TestHandlerSpendsTheBudgetOncePerInterval(t *testing.T) {
 	if got := countCloses(t, app, 5); got != 2 {
 		t.Fatalf("first interval: %d of 5 responses closed, want the budget of 2", got)
 	}
-	r.tick(context.Background())
+	r.engine.Evaluate(context.Background())
 	if got := countCloses(t, app, 5); got != 2 {
 		t.Fatalf("second interval: %d of 5 responses closed, want 2 again", got)
 	}
@@ -97,23 +94,17 @@ func TestHandlerSpendsTheBudgetOncePerInterval(t *testing.T) {
 	}
 }
 
-func TestUnspentBudgetDoesNotAccumulate(t *testing.T) {
-	r := newRebalancer(testConfig(fixed(40, 3), 60))
-	app := newApp(r.Handler())
-	for range 5 {
-		r.tick(context.Background())
-	}
-	if got := countCloses(t, app, 10); got != 2 {
-		t.Fatalf("after 5 idle intervals: %d responses closed, want one interval's budget of 2", got)
-	}
-}
-
 func TestClosingConnectionsAndSkippedRequestsAreNotShed(t *testing.T) {
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Next = func(c *fiber.Ctx) bool { return c.Get("X-Skip") != "" }
 	r := newRebalancer(cfg)
 	app := newApp(r.Handler())
-	r.tick(context.Background())
+	// A handler that closes its response's connection itself: that connection is not shed either.
+	app.Get("/bye", func(c *fiber.Ctx) error {
+		c.Context().SetConnectionClose()
+		return c.SendString("ok")
+	})
+	r.engine.Evaluate(context.Background())
 
 	for range 3 {
 		handle(t, app, true) // closes anyway: must not use the budget
@@ -127,6 +118,11 @@ func TestClosingConnectionsAndSkippedRequestsAreNotShed(t *testing.T) {
 			t.Fatal("a request skipped by Next was shed")
 		}
 	}
+	for range 3 {
+		var ctx fasthttp.RequestCtx
+		ctx.Request.SetRequestURI("/bye")
+		app.Handler()(&ctx)
+	}
 	if got := countCloses(t, app, 5); got != 2 {
 		t.Fatalf("%d responses closed after closing and skipped requests, want the whole budget of 2", got)
 	}
@@ -135,92 +131,53 @@ func TestClosingConnectionsAndSkippedRequestsAreNotShed(t *testing.T) {
 	}
 }
 
-func TestBalancedNodeSheds(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		src      ClusterSource
-		local    int
-		decision Decision
-	}{
-		{"balanced", fixed(55, 3), 60, DecisionBalanced},
-		{"single node", fixed(60, 1), 60, DecisionSingleNode},
-		{"no live node", fixed(0, 0), 60, DecisionNoAverage},
-		{"below floor", fixed(4, 3), 9, DecisionBelowFloor},
-		{"stale", func(context.Context) (Cluster, error) {
-			return Cluster{Average: 40, Nodes: 3, At: time.Now().Add(-time.Minute)}, nil
-		}, 60, DecisionStale},
-	} {
-		t.Run(tt.name, func(t *testing.T) {
-			r := newRebalancer(testConfig(tt.src, tt.local))
-			app := newApp(r.Handler())
-			r.tick(context.Background())
-			if st := r.Status(); st.Decision != tt.decision || st.Budget != 0 {
-				t.Fatalf("status %+v, want %s with no budget", st, tt.decision)
-			}
-			if got := countCloses(t, app, 5); got != 0 {
-				t.Fatalf("%d responses closed, want 0", got)
-			}
-		})
-	}
-}
-
-func TestSourceErrorStopsSheddingUntilAFreshReading(t *testing.T) {
-	var fail atomic.Bool
-	src := func(context.Context) (Cluster, error) {
-		if fail.Load() {
-			return Cluster{}, errors.New("prometheus is down")
-		}
-		return Cluster{Average: 40, Nodes: 3}, nil
-	}
-	r := newRebalancer(testConfig(src, 60))
+// TestMetricsThroughTheAdapter: the metrics are registered on Config.Registerer under Config.Name, count the
+// connections the adapter reads, and go with Close.
+func TestMetricsThroughTheAdapter(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	r := NewRebalancer(Config{Cluster: fixed(40, 3), Connections: func() int { return 60 }, MinConnections: 10,
+		ShedRate: 0.05, Name: "api", Registerer: reg})
 	app := newApp(r.Handler())
-	r.tick(context.Background())
-	if st := r.Status(); st.Decision != DecisionShedding {
-		t.Fatalf("state %s, want shedding", st.Decision)
+	waitFor(t, func() bool { return r.Status().Decision == DecisionShedding })
+	countCloses(t, app, 3)
+	want := map[string]float64{
+		"fiberguard_rebalance_open_connections":    60,
+		"fiberguard_rebalance_cluster_average":     40,
+		"fiberguard_rebalance_cluster_nodes":       3,
+		"fiberguard_rebalance_balance":             0.5,
+		"fiberguard_rebalance_shed_total":          2,
+		"fiberguard_rebalance_source_errors_total": 0,
 	}
-
-	fail.Store(true)
-	r.tick(context.Background())
-	r.tick(context.Background())
-	st := r.Status()
-	if st.Decision != DecisionSourceError || st.SourceErrors != 2 || st.LastError != "prometheus is down" || st.Budget != 0 {
-		t.Fatalf("status %+v, want source_error, 2 errors, the message, no budget", st)
+	got := gather(t, reg)
+	if len(got) != len(want) {
+		t.Fatalf("metrics %v, want %v", got, want)
 	}
-	if got := countCloses(t, app, 5); got != 0 {
-		t.Fatalf("%d responses closed while the source fails, want 0", got)
+	for name, v := range want {
+		if got[name] != v {
+			t.Fatalf("%s = %v, want %v (all: %v)", name, got[name], v, got)
+		}
 	}
-
-	fail.Store(false)
-	r.tick(context.Background())
-	if st := r.Status(); st.Decision != DecisionShedding || st.LastError != "" || st.SourceErrors != 2 {
-		t.Fatalf("status %+v after recovery, want shedding, no last error, 2 errors", st)
-	}
-	if got := countCloses(t, app, 5); got != 2 {
-		t.Fatalf("%d responses closed after recovery, want 2", got)
+	r.Close()
+	if got := gather(t, reg); len(got) != 0 {
+		t.Fatalf("metrics after Close: %v", got)
 	}
 }
 
-func TestRiseCountsAfterTheWindow(t *testing.T) {
-	var local atomic.Int64
-	local.Store(40)
-	cfg := testConfig(fixed(40, 3), 0)
-	cfg.Connections = func() int { return int(local.Load()) }
-	cfg.Window = 2 * time.Second // with a 1 s interval: the lowest of the last 3 counts
-	r := newRebalancer(cfg)
-	tick := func() Status { r.tick(context.Background()); return r.Status() }
-
-	tick()
-	local.Store(60) // a stopped peer's clients arrive before the average knows the peer is gone
-	for i := range 2 {
-		if st := tick(); st.Decision != DecisionBalanced || st.Counted != 40 || st.Connections != 60 {
-			t.Fatalf("interval %d after the rise: %+v, want balanced on a count of 40", i, st)
+// gather returns the value of every sample in g labelled name="api", failing on any other label.
+func gather(t *testing.T, g prometheus.Gatherer) map[string]float64 {
+	t.Helper()
+	families, err := g.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	out := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			if l := m.GetLabel(); len(l) != 1 || l[0].GetName() != "name" || l[0].GetValue() != "api" {
+				t.Fatalf("%s has labels %v, want name=api", f.GetName(), l)
+			}
+			out[f.GetName()] = m.GetGauge().GetValue() + m.GetCounter().GetValue()
 		}
 	}
-	if st := tick(); st.Decision != DecisionShedding || st.Counted != 60 {
-		t.Fatalf("a rise that lasted the window: %+v, want shedding on 60", st)
-	}
-	local.Store(45)
-	if st := tick(); st.Counted != 45 {
-		t.Fatalf("a fall counts at once: counted %d, want 45", st.Counted)
-	}
+	return out
 }

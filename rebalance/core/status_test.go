@@ -1,4 +1,4 @@
-package rebalance
+package core
 
 import (
 	"context"
@@ -11,7 +11,7 @@ import (
 )
 
 // statusJSON marshals r's Status and decodes it as a generic object, as a status page's reader would.
-func statusJSON(t *testing.T, r *Rebalancer) map[string]any {
+func statusJSON(t *testing.T, r *Engine) map[string]any {
 	t.Helper()
 	b, err := json.Marshal(r.Status())
 	if err != nil {
@@ -36,7 +36,7 @@ func TestStatusJSON(t *testing.T) {
 	}
 	cfg := testConfig(src, 60)
 	cfg.Name = "api"
-	r := newRebalancer(cfg)
+	r := New(cfg)
 	keys := []string{"name", "updated_at", "decision", "connections", "counted", "average", "nodes", "balance",
 		"budget", "shed", "source_errors"}
 
@@ -49,8 +49,8 @@ func TestStatusJSON(t *testing.T) {
 	}
 
 	before := time.Now()
-	r.tick(context.Background())
-	countCloses(t, newApp(r.Handler()), 3)
+	r.Evaluate(context.Background())
+	sheds(r, 3)
 	got = statusJSON(t, r)
 	at, err := time.Parse(time.RFC3339Nano, got["updated_at"].(string))
 	if err != nil || at.Before(before.Round(0)) || at.After(time.Now()) {
@@ -65,7 +65,7 @@ func TestStatusJSON(t *testing.T) {
 	}
 
 	fail = true
-	r.tick(context.Background())
+	r.Evaluate(context.Background())
 	got = statusJSON(t, r)
 	if got["decision"] != "source_error" || got["source_errors"] != 1.0 || got["last_error"] != "prometheus is down" ||
 		got["shed"] != 2.0 {
@@ -73,10 +73,10 @@ func TestStatusJSON(t *testing.T) {
 	}
 }
 
-// TestStatusIsAFreshValue: changing a returned Status changes neither the Rebalancer's nor another caller's.
+// TestStatusIsAFreshValue: changing a returned Status changes neither the engine's nor another caller's.
 func TestStatusIsAFreshValue(t *testing.T) {
-	r := newRebalancer(testConfig(fixed(40, 3), 60))
-	r.tick(context.Background())
+	r := New(testConfig(fixed(40, 3), 60))
+	r.Evaluate(context.Background())
 	a := r.Status()
 	want := *a.UpdatedAt
 	*a.UpdatedAt = time.Time{}

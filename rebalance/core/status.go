@@ -1,4 +1,4 @@
-package rebalance
+package core
 
 import "time"
 
@@ -35,14 +35,14 @@ type Status struct {
 }
 
 // Status returns the node's view after its last interval: a fresh value, safe to call concurrently.
-func (r *Rebalancer) Status() Status {
-	s := *r.status.Load()
-	s.Name = r.name
+func (e *Engine) Status() Status {
+	s := *e.status.Load()
+	s.Name = e.name
 	if s.UpdatedAt != nil {
 		at := *s.UpdatedAt
 		s.UpdatedAt = &at // the caller's to change
 	}
-	s.Shed = r.shed.Load()
-	s.SourceErrors = r.errs.Load()
+	s.Shed = e.shed.Load()
+	s.SourceErrors = e.errs.Load()
 	return s
 }

@@ -1,4 +1,4 @@
-package rebalance
+package core
 
 import (
 	"context"
@@ -47,7 +47,7 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Registerer = reg
-	r := newRebalancer(cfg)
+	r := New(cfg)
 
 	got := gather(t, reg, "default")
 	if got["fiberguard_rebalance_open_connections"] != 60 || !math.IsNaN(got["fiberguard_rebalance_cluster_average"]) ||
@@ -55,8 +55,8 @@ func TestMetrics(t *testing.T) {
 		t.Fatalf("before the first interval: %v, want 60 open and no average or balance", got)
 	}
 
-	r.tick(context.Background())
-	countCloses(t, newApp(r.Handler()), 3)
+	r.Evaluate(context.Background())
+	sheds(r, 3)
 	want := map[string]float64{
 		"fiberguard_rebalance_open_connections":    60,
 		"fiberguard_rebalance_cluster_average":     40,
@@ -80,10 +80,10 @@ func TestSecondInstanceOnTheSameRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Registerer = reg
-	first := NewRebalancer(cfg)
+	first := New(cfg)
 
 	cfg.Connections = func() int { return 7 }
-	second := NewRebalancer(cfg) // the same Name: must not panic; its metrics are skipped
+	second := New(cfg) // the same Name: must not panic; its metrics are skipped
 	if second.metrics != nil {
 		t.Fatal("the second instance registered its metrics over the first's")
 	}
@@ -93,7 +93,7 @@ func TestSecondInstanceOnTheSameRegistry(t *testing.T) {
 	second.Close()
 
 	first.Close() // unregisters, so a later instance exports its own
-	third := NewRebalancer(cfg)
+	third := New(cfg)
 	defer third.Close()
 	if got := gather(t, reg, "default")["fiberguard_rebalance_open_connections"]; got != 7 {
 		t.Fatalf("open connections = %v after the first closed, want the third instance's 7", got)
@@ -107,11 +107,11 @@ func TestNamesOnOneRegistry(t *testing.T) {
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Registerer = reg
 	cfg.Name = "api"
-	api := NewRebalancer(cfg)
+	api := New(cfg)
 	defer api.Close()
 	cfg.Name = "admin"
 	cfg.Connections = func() int { return 7 }
-	admin := NewRebalancer(cfg)
+	admin := New(cfg)
 	if api.metrics == nil || admin.metrics == nil {
 		t.Fatalf("registered: api %v, admin %v; want both", api.metrics != nil, admin.metrics != nil)
 	}
@@ -134,7 +134,7 @@ func TestNilRegistererUsesTheDefaultRegisterer(t *testing.T) {
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Registerer = nil
 	cfg.Name = "default-registerer-test"
-	r := NewRebalancer(cfg)
+	r := New(cfg)
 	if got := gather(t, prometheus.DefaultGatherer, cfg.Name); got["fiberguard_rebalance_open_connections"] != 60 {
 		r.Close()
 		t.Fatalf("default registry holds %v for %q, want its series with 60 open", got, cfg.Name)
@@ -150,8 +150,8 @@ func TestDisableMetrics(t *testing.T) {
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Registerer = reg
 	cfg.DisableMetrics = true
-	r := newRebalancer(cfg)
-	r.tick(context.Background())
+	r := New(cfg)
+	r.Evaluate(context.Background())
 	if got := gather(t, reg, "default"); len(got) != 0 {
 		t.Fatalf("metrics registered with DisableMetrics: %v", got)
 	}

@@ -1,4 +1,4 @@
-package rebalance
+package core
 
 // window keeps this node's open connections over the last intervals and reports the smallest. A rise is counted
 // only once it has lasted the whole window; a fall is counted at once.

@@ -1,18 +1,18 @@
-package rebalance
+package core
 
 import (
 	"fmt"
 	"math"
 
-	"github.com/fiberguard/fiberguard/rebalance/internal/metricsreg"
+	"github.com/fiberguard/fiberguard/rebalance/core/internal/metricsreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics exports a Rebalancer's state. It reads the Rebalancer's atomics and last Status at scrape time, so
+// metrics exports an Engine's state. It reads the Engine's atomics and last Status at scrape time, so
 // neither the loop nor the request path pays for a metric of its own.
 type metrics struct {
 	reg     prometheus.Registerer
-	r       *Rebalancer
+	e       *Engine
 	open    *prometheus.Desc
 	average *prometheus.Desc
 	nodes   *prometheus.Desc
@@ -21,13 +21,13 @@ type metrics struct {
 	errors  *prometheus.Desc
 }
 
-// registerMetrics registers r's metrics on reg, labelled name. A second instance of the same name on the same
+// registerMetrics registers e's metrics on reg, labelled name. A second instance of the same name on the same
 // registry is logged and skipped, never a panic; it then returns nil.
-func registerMetrics(reg prometheus.Registerer, name string, r *Rebalancer) *metrics {
+func registerMetrics(reg prometheus.Registerer, name string, e *Engine, log Logger) *metrics {
 	labels := prometheus.Labels{"name": name}
 	m := &metrics{
 		reg: reg,
-		r:   r,
+		e:   e,
 		open: prometheus.NewDesc("fiberguard_rebalance_open_connections",
 			"Open connections of this node's server: the series the default query averages over the cluster.", nil, labels),
 		average: prometheus.NewDesc("fiberguard_rebalance_cluster_average",
@@ -42,7 +42,7 @@ func registerMetrics(reg prometheus.Registerer, name string, r *Rebalancer) *met
 			"Failed readings of the cluster average.", nil, labels),
 	}
 	if !metricsreg.Register(reg, m, fmt.Sprintf("rebalance %q", name),
-		"this instance's metrics are not exported; set Config.Name to tell instances apart") {
+		"this instance's metrics are not exported; set Config.Name to tell instances apart", log.Warnf) {
 		return nil
 	}
 	return m
@@ -66,12 +66,12 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 
 // Collect implements prometheus.Collector.
 func (m *metrics) Collect(ch chan<- prometheus.Metric) {
-	s := m.r.Status()
+	s := m.e.Status()
 	average, balance := math.NaN(), math.NaN()
 	if s.known {
 		average, balance = s.Average, s.Balance
 	}
-	ch <- prometheus.MustNewConstMetric(m.open, prometheus.GaugeValue, float64(m.r.localConnections()))
+	ch <- prometheus.MustNewConstMetric(m.open, prometheus.GaugeValue, float64(m.e.connections()))
 	ch <- prometheus.MustNewConstMetric(m.average, prometheus.GaugeValue, average)
 	ch <- prometheus.MustNewConstMetric(m.nodes, prometheus.GaugeValue, float64(s.Nodes))
 	ch <- prometheus.MustNewConstMetric(m.balance, prometheus.GaugeValue, balance)

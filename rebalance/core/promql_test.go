@@ -1,4 +1,4 @@
-package rebalance
+package core
 
 import (
 	"context"
@@ -176,17 +176,17 @@ func TestPrometheusURLDrivesTheDefaultSource(t *testing.T) {
 		q:  vectorAt(now, "30", "40", "50"),
 		tq: vectorAt(now, seconds(now), seconds(now), seconds(now)),
 	})
-	r := newRebalancer(configDefault(Config{
+	e := New(Config{
 		PrometheusURL:  srv.URL,
 		Query:          q,
 		TimestampQuery: tq,
 		Connections:    func() int { return 60 },
 		MinConnections: 10,
 		Registerer:     prometheus.NewRegistry(),
-	}))
-	defer r.release()
-	r.tick(context.Background())
-	if st := r.Status(); st.Decision != DecisionShedding || st.Average != 40 || st.Nodes != 3 || st.Budget != 1 {
+	}.WithDefaults(Defaults))
+	defer e.Close()
+	e.Evaluate(context.Background())
+	if st := e.Status(); st.Decision != DecisionShedding || st.Average != 40 || st.Nodes != 3 || st.Budget != 1 {
 		t.Fatalf("status %+v, want shedding 1 against an average of 40 over 3 nodes", st)
 	}
 	if got := queries(); len(got) != 2 || got[0].expr != q || got[1].expr != tq {
@@ -216,15 +216,15 @@ func TestPrometheusAgeDecides(t *testing.T) {
 				answers[DefaultTimestampQuery] = tt.timestamps
 			}
 			srv, _ := fakePrometheus(t, answers)
-			r := newRebalancer(configDefault(Config{
+			e := New(Config{
 				PrometheusURL:  srv.URL,
 				Connections:    func() int { return 60 },
 				MinConnections: 10,
 				Registerer:     prometheus.NewRegistry(),
-			}))
-			defer r.release()
-			r.tick(context.Background())
-			st := r.Status()
+			}.WithDefaults(Defaults))
+			defer e.Close()
+			e.Evaluate(context.Background())
+			st := e.Status()
 			if st.Decision != tt.decision || (tt.decision != DecisionShedding && st.Budget != 0) {
 				t.Fatalf("status %+v, want %s", st, tt.decision)
 			}
@@ -261,17 +261,17 @@ func TestRoundTripperCarriesThePrometheusQueries(t *testing.T) {
 	}}
 	t.Cleanup(tr.CloseIdleConnections)
 	rt := &countingRoundTripper{next: tr}
-	r := newRebalancer(configDefault(Config{
+	e := New(Config{
 		PrometheusURL:  srv.URL,
 		RoundTripper:   rt,
 		Interval:       maxInterval, // one interval only before Close
 		Connections:    func() int { return 60 },
 		MinConnections: 10,
 		Registerer:     prometheus.NewRegistry(),
-	}))
-	r.start(context.Background())
-	waitFor(t, func() bool { return r.Status().Decision == DecisionShedding })
-	if err := r.Close(); err != nil {
+	}.WithDefaults(Defaults))
+	e.Start()
+	waitFor(t, func() bool { return e.Status().Decision == DecisionShedding })
+	if err := e.Close(); err != nil {
 		t.Fatal(err)
 	}
 	if got, sent := rt.count.Load(), len(queries()); got != 2 || sent != 2 {

@@ -1,4 +1,4 @@
-package rebalance
+package core
 
 import (
 	"math"
@@ -52,8 +52,8 @@ func TestWindowRingIsBounded(t *testing.T) {
 		{time.Millisecond, time.Second, 1},
 		{1000 * time.Second, time.Second, 1001},
 	} {
-		r := newRebalancer(configDefault(Config{Cluster: fixed(40, 3), Window: tt.window, Interval: tt.interval, DisableMetrics: true}))
-		if got := len(r.recent.counts); got != tt.want {
+		e := New(Config{Cluster: fixed(40, 3), Window: tt.window, Interval: tt.interval, DisableMetrics: true}.WithDefaults(Defaults))
+		if got := len(e.recent.counts); got != tt.want {
 			t.Fatalf("Window %v at Interval %v keeps %d counts, want %d", tt.window, tt.interval, got, tt.want)
 		}
 	}

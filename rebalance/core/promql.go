@@ -1,4 +1,4 @@
-package rebalance
+package core
 
 import (
 	"context"
@@ -76,7 +76,7 @@ func prometheusSource(cfg Config) (src ClusterSource, release func()) {
 	rt := cfg.RoundTripper
 	release = func() {}
 	if rt == nil {
-		// A copy of the client's default, so that closing the Rebalancer leaves no idle connection (and goroutine)
+		// A copy of the client's default, so that closing the engine leaves no idle connection (and goroutine)
 		// behind; a default replaced by something else is the program's and stays shared.
 		rt = api.DefaultRoundTripper
 		if t, ok := rt.(*http.Transport); ok {

@@ -1,6 +1,10 @@
 package loadshed
 
-import "testing"
+import (
+	"testing"
+
+	"github.com/fiberguard/fiberguard/loadshed/core/coretest"
+)
 
 // The request path allocates nothing, accepted or rejected by the default OnReject (the benchmarks show the
 // same with -benchmem; this keeps it from regressing unnoticed).
@@ -11,7 +15,7 @@ func TestRequestPathDoesNotAllocate(t *testing.T) {
 		want int
 	}{{"accept", 0.5, 200}, {"reject", 1, 503}} {
 		t.Run(tc.name, func(t *testing.T) {
-			s, _ := newTestShedder(t, Config{Signal: newFixedLoad(tc.load), DisableMetrics: true})
+			s, _ := newTestShedder(t, Config{Signal: coretest.NewFixedLoad(tc.load), DisableMetrics: true})
 			h, ctx := benchApp(s.Handler())
 			h(ctx) // warm the response buffers
 			if n := testing.AllocsPerRun(1000, func() { h(ctx) }); n != 0 {

@@ -2,8 +2,8 @@ package loadshed
 
 import (
 	"testing"
-	"time"
 
+	"github.com/fiberguard/fiberguard/loadshed/core/coretest"
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 )
@@ -36,7 +36,7 @@ func runHandler(b *testing.B, h fasthttp.RequestHandler, ctx *fasthttp.RequestCt
 
 func benchShedder(b *testing.B, load float64) *Shedder {
 	b.Helper()
-	s := NewShedder(Config{Signal: newFixedLoad(load), Smoothing: 1, DisableMetrics: true})
+	s := NewShedder(Config{Signal: coretest.NewFixedLoad(load), Smoothing: 1, DisableMetrics: true})
 	b.Cleanup(func() { _ = s.Close() })
 	return s
 }
@@ -92,45 +92,6 @@ func BenchmarkHandlerParallel(b *testing.B) {
 					b.Errorf("status %d, want %d", ctx.Response.StatusCode(), tc.want)
 				}
 			})
-		})
-	}
-}
-
-func BenchmarkPolicyShed(b *testing.B) {
-	p := Policy{Lower: 0.9, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1}
-	n := 0
-	for i := 0; i < b.N; i++ {
-		if p.Shed(0.925, false, float64(i&1023)/1024) {
-			n++
-		}
-	}
-	if n == 0 {
-		b.Fatal("never shed")
-	}
-}
-
-// BenchmarkSignalLoad is the sampler's cost of one reading: at the default 20ms interval the sampler takes 50
-// readings a second, so 50·ns/op is its CPU time per second.
-func BenchmarkSignalLoad(b *testing.B) {
-	for _, tc := range []struct {
-		name string
-		sig  Signal
-	}{
-		{"cpu", &CPU{usage: processUsage, capacity: 1, perProcess: true, now: time.Now, sleep: func(time.Duration) {}}},
-		{"sched_latency", NewSchedLatency(0)},
-		{"default", Max(&CPU{usage: processUsage, capacity: 1, perProcess: true, now: time.Now, sleep: func(time.Duration) {}}, NewSchedLatency(0))},
-		{"default_detected", DefaultSignal(0)},
-	} {
-		b.Run(tc.name, func(b *testing.B) {
-			if _, err := tc.sig.Load(); err != nil {
-				b.Fatal(err)
-			}
-			b.ReportAllocs()
-			for b.Loop() {
-				if _, err := tc.sig.Load(); err != nil {
-					b.Fatal(err)
-				}
-			}
 		})
 	}
 }

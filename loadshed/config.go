@@ -2,12 +2,9 @@ package loadshed
 
 import (
 	"context"
-	"fmt"
-	"math"
-	"strings"
 	"time"
-	"unicode"
 
+	"github.com/fiberguard/fiberguard/loadshed/core"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -127,67 +124,47 @@ var ConfigDefault = Config{
 	Name:       "default",
 }
 
-// configDefault fills the zero fields of the first config from ConfigDefault. The critical band follows a custom
-// Upper: it starts no lower than Upper and keeps a width where the default one would be empty.
+// configDefault fills the zero fields of the first config from ConfigDefault (the rules are the core's: the
+// critical band follows a custom Upper).
 func configDefault(config ...Config) Config {
 	if len(config) == 0 {
 		return ConfigDefault
 	}
 	cfg := config[0]
-	if cfg.Lower == 0 {
-		cfg.Lower = ConfigDefault.Lower
-	}
-	if cfg.Upper == 0 {
-		cfg.Upper = ConfigDefault.Upper
-	}
-	if cfg.CriticalLower == 0 {
-		cfg.CriticalLower = math.Max(ConfigDefault.CriticalLower, cfg.Upper)
-	}
-	if cfg.CriticalUpper == 0 {
-		cfg.CriticalUpper = ConfigDefault.CriticalUpper
-		if cfg.CriticalUpper <= cfg.CriticalLower {
-			cfg.CriticalUpper = cfg.CriticalLower + (cfg.Upper - cfg.Lower)
-		}
-	}
-	if cfg.Interval == 0 {
-		cfg.Interval = ConfigDefault.Interval
-	}
-	if cfg.Smoothing == 0 {
-		cfg.Smoothing = ConfigDefault.Smoothing
-	}
+	d := cfg.core().WithDefaults(ConfigDefault.core())
+	cfg.Lower, cfg.Upper, cfg.CriticalLower, cfg.CriticalUpper = d.Lower, d.Upper, d.CriticalLower, d.CriticalUpper
+	cfg.Interval, cfg.Smoothing, cfg.RetryAfter, cfg.Name = d.Interval, d.Smoothing, d.RetryAfter, d.Name
 	if cfg.OnReject == nil {
 		cfg.OnReject = ConfigDefault.OnReject
-	}
-	if cfg.RetryAfter == 0 {
-		cfg.RetryAfter = ConfigDefault.RetryAfter
-	}
-	if cfg.Name == "" {
-		cfg.Name = ConfigDefault.Name
 	}
 	return cfg
 }
 
 // validate panics, naming the field, on the first invalid value of a config filled by configDefault.
 func (cfg Config) validate() {
-	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
-	switch {
-	case !finite(cfg.Lower) || cfg.Lower < 0:
-		panic(fmt.Sprintf("loadshed: Config.Lower must be a finite number >= 0, got %v", cfg.Lower))
-	case !finite(cfg.Upper) || cfg.Upper <= cfg.Lower:
-		panic(fmt.Sprintf("loadshed: Config.Upper must be greater than Config.Lower (%v), got %v", cfg.Lower, cfg.Upper))
-	case !finite(cfg.CriticalLower) || cfg.CriticalLower < cfg.Lower:
-		panic(fmt.Sprintf("loadshed: Config.CriticalLower must be at least Config.Lower (%v), got %v", cfg.Lower, cfg.CriticalLower))
-	case !finite(cfg.CriticalUpper) || cfg.CriticalUpper <= cfg.CriticalLower:
-		panic(fmt.Sprintf("loadshed: Config.CriticalUpper must be greater than Config.CriticalLower (%v), got %v", cfg.CriticalLower, cfg.CriticalUpper))
-	case cfg.Interval <= 0:
-		panic(fmt.Sprintf("loadshed: Config.Interval must be positive, got %v", cfg.Interval))
-	case !finite(cfg.Smoothing) || cfg.Smoothing <= 0 || cfg.Smoothing > 1:
-		panic(fmt.Sprintf("loadshed: Config.Smoothing must be in (0, 1], got %v", cfg.Smoothing))
-	case !finite(cfg.CPUs) || cfg.CPUs < 0:
-		panic(fmt.Sprintf("loadshed: Config.CPUs must be >= 0, got %v", cfg.CPUs))
-	case cfg.OnReject == nil:
+	cfg.core().Validate()
+	if cfg.OnReject == nil {
 		panic("loadshed: Config.OnReject must not be nil")
-	case strings.ContainsFunc(cfg.Name, unicode.IsControl):
-		panic(fmt.Sprintf("loadshed: Config.Name must have no control characters (it is sent in a header), got %q", cfg.Name))
+	}
+}
+
+// core is the part of the config the engine takes: every field without a Fiber type.
+func (cfg Config) core() core.Config {
+	return core.Config{
+		Lower:          cfg.Lower,
+		Upper:          cfg.Upper,
+		CriticalLower:  cfg.CriticalLower,
+		CriticalUpper:  cfg.CriticalUpper,
+		DryRun:         cfg.DryRun,
+		Signal:         cfg.Signal,
+		CPUs:           cfg.CPUs,
+		Interval:       cfg.Interval,
+		Smoothing:      cfg.Smoothing,
+		RetryAfter:     cfg.RetryAfter,
+		Name:           cfg.Name,
+		Registerer:     cfg.Registerer,
+		DisableMetrics: cfg.DisableMetrics,
+		Context:        cfg.Context,
+		Logger:         fiberLog{},
 	}
 }

@@ -3,9 +3,9 @@ module github.com/fiberguard/fiberguard/loadshed
 go 1.26.0
 
 require (
+	github.com/fiberguard/fiberguard/loadshed/core v0.0.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/prometheus/client_golang v1.25.0
-	github.com/shirou/gopsutil/v3 v3.24.5
 	github.com/valyala/fasthttp v1.78.0
 	go.uber.org/goleak v1.3.0
 )
@@ -28,6 +28,7 @@ require (
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.2.0 // indirect
+	github.com/shirou/gopsutil/v3 v3.24.5 // indirect
 	github.com/shoenig/go-m1cpu v0.1.6 // indirect
 	github.com/tklauser/go-sysconf v0.3.12 // indirect
 	github.com/tklauser/numcpus v0.6.1 // indirect
@@ -36,3 +37,5 @@ require (
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/fiberguard/fiberguard/loadshed/core => ./core

@@ -2,7 +2,6 @@ package loadshed
 
 import (
 	"io"
-	"math"
 	"net/http/httptest"
 	"runtime"
 	"sync"
@@ -10,25 +9,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/loadshed/core/coretest"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
 	"go.uber.org/goleak"
 )
-
-// fixedLoad is a Signal whose reading the test sets.
-type fixedLoad struct{ bits atomic.Uint64 }
-
-func newFixedLoad(v float64) *fixedLoad {
-	f := &fixedLoad{}
-	f.set(v)
-	return f
-}
-
-func (f *fixedLoad) set(v float64) { f.bits.Store(math.Float64bits(v)) }
-
-func (f *fixedLoad) Load() (float64, error) { return math.Float64frombits(f.bits.Load()), nil }
 
 // newTestShedder builds a Shedder on a private registry with smoothing off, so the load is the signal's.
 func newTestShedder(t *testing.T, cfg Config) (*Shedder, *prometheus.Registry) {
@@ -76,7 +62,7 @@ func get(t *testing.T, app *fiber.App, path string, header ...string) response {
 }
 
 func TestAdmitsBelowLower(t *testing.T) {
-	s, _ := newTestShedder(t, Config{Signal: newFixedLoad(0.5)})
+	s, _ := newTestShedder(t, Config{Signal: coretest.NewFixedLoad(0.5)})
 	app := newApp(s)
 	for i := 0; i < 20; i++ {
 		if r := get(t, app, "/"); r.code != 200 || r.body != "ok" || r.rejectedBy != "" {
@@ -89,7 +75,7 @@ func TestAdmitsBelowLower(t *testing.T) {
 }
 
 func TestRejectsAboveUpperWith503(t *testing.T) {
-	s, _ := newTestShedder(t, Config{Signal: newFixedLoad(0.97)})
+	s, _ := newTestShedder(t, Config{Signal: coretest.NewFixedLoad(0.97)})
 	app := newApp(s)
 	r := get(t, app, "/")
 	want := response{code: 503, retryAfter: "1", hasRetryAfter: true, rejectedBy: "loadshed/default",
@@ -117,7 +103,7 @@ func TestRetryAfter(t *testing.T) {
 		{-time.Second, ""},
 	}
 	for _, tt := range tests {
-		s, _ := newTestShedder(t, Config{Signal: newFixedLoad(1), RetryAfter: tt.retryAfter})
+		s, _ := newTestShedder(t, Config{Signal: coretest.NewFixedLoad(1), RetryAfter: tt.retryAfter})
 		r := get(t, newApp(s), "/")
 		if r.code != 503 || r.retryAfter != tt.want || r.hasRetryAfter != (tt.want != "") {
 			t.Errorf("RetryAfter %v: got %d Retry-After %q (present %v), want 503 %q", tt.retryAfter, r.code,
@@ -129,30 +115,8 @@ func TestRetryAfter(t *testing.T) {
 	}
 }
 
-func TestRetryAfterHeader(t *testing.T) {
-	tests := []struct {
-		d    time.Duration
-		want string // "" means nil
-	}{
-		{0, "1"},
-		{1, "1"},
-		{time.Second - 1, "1"},
-		{time.Second, "1"},
-		{time.Second + 1, "2"},
-		{90 * time.Second, "90"},
-		{math.MaxInt64, "9223372037"}, // no overflow on the way up
-		{-1, ""},
-		{math.MinInt64, ""},
-	}
-	for _, tt := range tests {
-		if got := retryAfterHeader(tt.d); string(got) != tt.want || (got == nil) != (tt.want == "") {
-			t.Errorf("retryAfterHeader(%v) = %q, want %q", tt.d, got, tt.want)
-		}
-	}
-}
-
 func TestRejectedByNamesTheInstance(t *testing.T) {
-	s, _ := newTestShedder(t, Config{Signal: newFixedLoad(1), Name: "api"})
+	s, _ := newTestShedder(t, Config{Signal: coretest.NewFixedLoad(1), Name: "api"})
 	if r := get(t, newApp(s), "/"); r.code != 503 || r.rejectedBy != "loadshed/api" {
 		t.Fatalf("got %+v; want 503 with Fiberguard-Rejected-By loadshed/api", r)
 	}
@@ -162,7 +126,7 @@ func TestRejectedByNamesTheInstance(t *testing.T) {
 }
 
 func TestCustomOnRejectSeesTheHeaders(t *testing.T) {
-	s, _ := newTestShedder(t, Config{Signal: newFixedLoad(1), Name: "edge", RetryAfter: 5 * time.Second,
+	s, _ := newTestShedder(t, Config{Signal: coretest.NewFixedLoad(1), Name: "edge", RetryAfter: 5 * time.Second,
 		OnReject: func(c *fiber.Ctx) error {
 			return c.Status(fiber.StatusTooManyRequests).SendString(
 				"retry-after=" + c.GetRespHeader("Retry-After") + " by=" + c.GetRespHeader("Fiberguard-Rejected-By"))
@@ -175,7 +139,7 @@ func TestCustomOnRejectSeesTheHeaders(t *testing.T) {
 }
 
 func TestCriticalRequestsUseTheirOwnBand(t *testing.T) {
-	load := newFixedLoad(0.96)
+	load := coretest.NewFixedLoad(0.96)
 	s, reg := newTestShedder(t, Config{
 		Signal:   load,
 		Critical: func(c *fiber.Ctx) bool { return c.Get("X-Priority") == "critical" },
@@ -189,8 +153,8 @@ func TestCriticalRequestsUseTheirOwnBand(t *testing.T) {
 		t.Fatalf("critical request at 0.96: %d, want 200", r.code)
 	}
 
-	load.set(1.0)
-	s.sample(false)
+	load.Set(1.0)
+	s.engine.Sample()
 	if r := get(t, app, "/", "X-Priority", "critical"); r.code != 503 {
 		t.Fatalf("critical request at 1.0: %d, want 503", r.code)
 	}
@@ -198,11 +162,11 @@ func TestCriticalRequestsUseTheirOwnBand(t *testing.T) {
 	if st.Rejected != 1 || st.CriticalAdmitted != 1 || st.CriticalRejected != 1 {
 		t.Fatalf("stats %+v", st)
 	}
-	wantRequests(t, reg, requestCounts{criticalAdmitted: 1, criticalRejected: 1, rejected: 1})
+	coretest.WantRequests(t, reg, coretest.RequestCounts{CriticalAdmitted: 1, CriticalRejected: 1, Rejected: 1})
 }
 
 func TestDryRunCountsButServes(t *testing.T) {
-	s, reg := newTestShedder(t, Config{Signal: newFixedLoad(1), DryRun: true})
+	s, reg := newTestShedder(t, Config{Signal: coretest.NewFixedLoad(1), DryRun: true})
 	app := newApp(s)
 	for i := 0; i < 5; i++ {
 		if r := get(t, app, "/"); r.code != 200 || r.rejectedBy != "" || r.hasRetryAfter {
@@ -212,16 +176,16 @@ func TestDryRunCountsButServes(t *testing.T) {
 	if st := s.Status(); st.Rejected != 5 || st.Admitted != 0 || !st.DryRun {
 		t.Fatalf("status %+v", st)
 	}
-	if v := testutil.ToFloat64(gaugeOf(t, reg, "fiberguard_loadshed_dry_run")); v != 1 {
+	if v := coretest.Gauge(t, reg, "fiberguard_loadshed_dry_run"); v != 1 {
 		t.Fatalf("dry_run gauge = %v", v)
 	}
 	// The would-be rejections are counted under the same decision as real ones.
-	wantRequests(t, reg, requestCounts{rejected: 5})
+	coretest.WantRequests(t, reg, coretest.RequestCounts{Rejected: 5})
 }
 
 func TestNextBypasses(t *testing.T) {
 	s, _ := newTestShedder(t, Config{
-		Signal: newFixedLoad(1),
+		Signal: coretest.NewFixedLoad(1),
 		Next:   func(c *fiber.Ctx) bool { return c.Path() == "/healthz" },
 	})
 	app := newApp(s)
@@ -238,7 +202,7 @@ func TestNextBypasses(t *testing.T) {
 
 func TestProbabilityInTheBand(t *testing.T) {
 	// p = 0.5; the decision itself is table-tested in TestPolicyShed, this checks the glue draws fresh numbers.
-	s, _ := newTestShedder(t, Config{Signal: newFixedLoad(0.925)})
+	s, _ := newTestShedder(t, Config{Signal: coretest.NewFixedLoad(0.925)})
 	h := newApp(s).Handler()
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetRequestURI("/")
@@ -263,7 +227,7 @@ func TestProbabilityInTheBand(t *testing.T) {
 func TestCloseIsIdempotentAndConcurrentWithRequests(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	reg := prometheus.NewRegistry()
-	s := NewShedder(Config{Signal: newFixedLoad(1), Smoothing: 1, Interval: time.Millisecond, Registerer: reg})
+	s := NewShedder(Config{Signal: coretest.NewFixedLoad(1), Smoothing: 1, Interval: time.Millisecond, Registerer: reg})
 	app := newApp(s)
 	h := app.Handler()
 

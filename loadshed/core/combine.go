@@ -1,0 +1,107 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+	"sync"
+)
+
+// Reading is one signal's last load, as reported by Status for a combined signal.
+type Reading struct {
+	Signal string  `json:"signal"`
+	Load   float64 `json:"load"`
+	Error  string  `json:"error,omitempty"`
+	// Reason says what the signal reads and why (a CPU signal's source, a pressure file).
+	Reason string `json:"reason,omitempty"`
+}
+
+// Combined is a Signal whose load is the highest of its signals' loads: the process is overloaded when any one
+// resource is. A signal that fails is left out of that reading; Load fails only when every signal does.
+type Combined struct {
+	signals []Signal
+	names   []string
+
+	mu   sync.Mutex
+	last []Reading
+}
+
+// Max combines signals into one whose load is their maximum. It panics when given no signal or a nil one.
+func Max(signals ...Signal) *Combined {
+	if len(signals) == 0 {
+		panic("loadshed: Max needs at least one signal")
+	}
+	c := &Combined{signals: signals, names: make([]string, len(signals)), last: make([]Reading, len(signals))}
+	for i, s := range signals {
+		if s == nil {
+			panic(fmt.Sprintf("loadshed: Max signal %d is nil", i))
+		}
+		c.names[i] = signalName(s)
+		c.last[i].Signal, c.last[i].Reason = c.names[i], signalReason(s)
+	}
+	return c
+}
+
+// DefaultSignal is the Signal of a Config without one: the highest of CPU utilisation (NewCPU(cpus)) and
+// scheduling latency (NewSchedLatency(0)). Utilisation sheds when the process uses what it may; latency sheds when
+// its goroutines queue for a CPU they do not get — a backlog inside a quota, neighbours taking the CPU, or too
+// small a GOMAXPROCS.
+func DefaultSignal(cpus float64) *Combined {
+	return Max(NewCPU(cpus), NewSchedLatency(0))
+}
+
+// Load reads every signal and returns the highest load.
+func (c *Combined) Load() (float64, error) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	best, ok := 0.0, false
+	var errs []error
+	for i, s := range c.signals {
+		load, err := s.Load()
+		if err == nil && !validLoad(load) {
+			err = errBadReading
+		}
+		if err != nil {
+			c.last[i].Error = err.Error()
+			errs = append(errs, err)
+			continue
+		}
+		c.last[i].Load, c.last[i].Error = load, ""
+		if !ok || load > best {
+			best, ok = load, true
+		}
+	}
+	if !ok {
+		return 0, errors.Join(errs...)
+	}
+	return best, nil
+}
+
+// Readings returns each signal's last load.
+func (c *Combined) Readings() []Reading {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Reading(nil), c.last...)
+}
+
+// Signals returns the combined signals, in order.
+func (c *Combined) Signals() []Signal { return append([]Signal(nil), c.signals...) }
+
+// String describes the signal, for logs and Status.
+func (c *Combined) String() string { return "max(" + strings.Join(c.names, ", ") + ")" }
+
+// signalReason is what a built-in signal says about its source, or "".
+func signalReason(s Signal) string {
+	if r, ok := s.(interface{ Reason() string }); ok {
+		return r.Reason()
+	}
+	return ""
+}
+
+// signalName is a signal's description: its String method, or "custom".
+func signalName(s Signal) string {
+	if st, ok := s.(fmt.Stringer); ok {
+		return st.String()
+	}
+	return "custom"
+}

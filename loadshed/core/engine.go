@@ -1,0 +1,160 @@
+// Package core is the load shedder without a web framework: the load signals, the policy that turns a load into
+// a shedding probability, the background sampler, the per-request decision and its counters, Status and the
+// Prometheus metrics. The Fiber adapters (github.com/fiberguard/fiberguard/loadshed for Fiber v2,
+// github.com/fiberguard/fiberguard/v3/loadshed for Fiber v3) hold only the Fiber glue over an Engine; users
+// import an adapter, which re-exports the names they need.
+package core
+
+import (
+	"context"
+	"log"
+	"math/rand/v2"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/prometheus/client_golang/prometheus"
+)
+
+// The response headers of a rejection.
+const (
+	HeaderRetryAfter = "Retry-After"
+	HeaderRejectedBy = "Fiberguard-Rejected-By"
+)
+
+// Engine owns a background sampler of the load and decides each request by it. Create it with NewEngine and
+// stop it with Close.
+type Engine struct {
+	name   string
+	dryRun bool
+	// The header values of a rejection, built once: retryAfter is nil when no Retry-After is sent.
+	retryAfter, rejectedBy []byte
+
+	policy     Policy
+	signal     Signal
+	signalName string // for Status: the CPU signal's source and capacity, or "custom"
+	smoothing  float64
+	interval   time.Duration
+	log        Logger
+
+	state atomic.Pointer[snapshot]
+
+	normal, crit  decisions
+	samplerErrors atomic.Uint64
+	sampleMu      sync.Mutex // one reading at a time: the sampler's and Sample's
+	lastErr       string     // guarded by sampleMu
+
+	cancel    context.CancelFunc
+	done      chan struct{}
+	closeOnce sync.Once
+	metrics   *metrics
+}
+
+// decisions counts one priority's outcomes. Padding keeps the two priorities on separate cache lines.
+type decisions struct {
+	admitted atomic.Uint64
+	rejected atomic.Uint64
+	_        [48]byte
+}
+
+// NewEngine validates cfg (panicking on invalid values, naming the field), takes the first load reading,
+// registers the metrics and starts the background sampler. cfg is used as given: fill it with WithDefaults first.
+func NewEngine(cfg Config) *Engine {
+	cfg.Validate()
+	sig := cfg.Signal
+	if sig == nil {
+		sig = DefaultSignal(cfg.CPUs)
+	}
+	lg := cfg.Logger
+	if lg == nil {
+		lg = stdLogger{}
+	}
+	logSignal(lg, sig)
+	e := &Engine{
+		name:       cfg.Name,
+		dryRun:     cfg.DryRun,
+		retryAfter: retryAfterHeader(cfg.RetryAfter),
+		rejectedBy: []byte("loadshed/" + cfg.Name),
+		policy:     Policy{Lower: cfg.Lower, Upper: cfg.Upper, CriticalLower: cfg.CriticalLower, CriticalUpper: cfg.CriticalUpper},
+		signal:     sig,
+		signalName: signalName(sig),
+		smoothing:  cfg.Smoothing,
+		interval:   cfg.Interval,
+		log:        lg,
+		done:       make(chan struct{}),
+	}
+	e.publish(0, time.Time{})
+	e.sample(true) // the first reading exists before the first request
+
+	if !cfg.DisableMetrics {
+		reg := cfg.Registerer
+		if reg == nil {
+			reg = prometheus.DefaultRegisterer
+		}
+		e.metrics = registerMetrics(reg, cfg.Name, e)
+	}
+	ctx := cfg.Context
+	if ctx == nil {
+		ctx = context.Background()
+	}
+	ctx, e.cancel = context.WithCancel(ctx)
+	go e.run(ctx)
+	return e
+}
+
+// Admit decides one request and counts the decision under its priority: false means reject it. In dry-run mode
+// a request that would be rejected is counted as rejected and Admit returns true.
+func (e *Engine) Admit(critical bool) bool {
+	st := e.state.Load()
+	prob, d := st.normal, &e.normal
+	if critical {
+		prob, d = st.critical, &e.crit
+	}
+	if prob > 0 && shed(prob, rand.Float64()) {
+		d.rejected.Add(1)
+		return e.dryRun
+	}
+	d.admitted.Add(1)
+	return true
+}
+
+// RetryAfter is the value of the Retry-After header of a rejection, or nil when none is sent. The slice is
+// shared: do not modify it.
+func (e *Engine) RetryAfter() []byte { return e.retryAfter }
+
+// RejectedBy is the value of the Fiberguard-Rejected-By header of a rejection, "loadshed/<Name>". The slice is
+// shared: do not modify it.
+func (e *Engine) RejectedBy() []byte { return e.rejectedBy }
+
+// retryAfterHeader is the Retry-After value of a rejection: whole seconds, rounded up, at least 1; nil (no
+// header) when d is negative.
+func retryAfterHeader(d time.Duration) []byte {
+	if d < 0 {
+		return nil
+	}
+	secs := int64(d / time.Second)
+	if d%time.Second != 0 || secs == 0 {
+		secs++
+	}
+	return strconv.AppendInt(nil, secs, 10)
+}
+
+// Close stops the sampler, waits for it to exit and unregisters the metrics. Admit keeps deciding with the last
+// load. Close is idempotent, safe to call concurrently with requests, and returns nil.
+func (e *Engine) Close() error {
+	e.closeOnce.Do(func() {
+		e.cancel()
+		<-e.done
+		if e.metrics != nil {
+			e.metrics.unregister()
+		}
+	})
+	return nil
+}
+
+// stdLogger logs through the standard library's log package.
+type stdLogger struct{}
+
+func (stdLogger) Infof(format string, v ...any) { log.Printf("[Info] "+format, v...) }
+func (stdLogger) Warnf(format string, v ...any) { log.Printf("[Warn] "+format, v...) }

@@ -1,0 +1,189 @@
+package core
+
+import (
+	"math"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/fiberguard/fiberguard/loadshed/core/coretest"
+	"github.com/prometheus/client_golang/prometheus"
+	"go.uber.org/goleak"
+)
+
+// testDefaults are the adapters' ConfigDefault values, for engines built here.
+var testDefaults = Config{
+	Lower:         0.90,
+	Upper:         0.95,
+	CriticalLower: 0.98,
+	CriticalUpper: 1.0,
+	Interval:      20 * time.Millisecond,
+	Smoothing:     0.2,
+	RetryAfter:    time.Second,
+	Name:          "default",
+}
+
+// newTestEngine builds an Engine from cfg filled with the defaults, on a private registry, with smoothing off so
+// the load is the signal's.
+func newTestEngine(t *testing.T, cfg Config) (*Engine, *prometheus.Registry) {
+	t.Helper()
+	reg := prometheus.NewRegistry()
+	cfg.Registerer = reg
+	if cfg.Smoothing == 0 {
+		cfg.Smoothing = 1
+	}
+	e := NewEngine(cfg.WithDefaults(testDefaults))
+	t.Cleanup(func() { _ = e.Close() })
+	return e, reg
+}
+
+func TestAdmitCountsEachPriority(t *testing.T) {
+	// The default bands: ordinary [0.90, 0.95], critical [0.98, 1.0]. Loads outside both bands decide the same
+	// way on every request, so the counts are exact.
+	tests := []struct {
+		load             float64
+		normal, critical bool // Admit's answer
+	}{
+		{load: 0.5, normal: true, critical: true},
+		{load: 0.96, normal: false, critical: true},
+		{load: 1.0, normal: false, critical: false},
+	}
+	for _, tt := range tests {
+		e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(tt.load), Interval: time.Hour})
+		for range 3 {
+			if got := e.Admit(false); got != tt.normal {
+				t.Errorf("load %v: Admit(false) = %v, want %v", tt.load, got, tt.normal)
+			}
+		}
+		if got := e.Admit(true); got != tt.critical {
+			t.Errorf("load %v: Admit(true) = %v, want %v", tt.load, got, tt.critical)
+		}
+		st := e.Status()
+		count := func(ok bool, n uint64) (admitted, rejected uint64) {
+			if ok {
+				return n, 0
+			}
+			return 0, n
+		}
+		wa, wr := count(tt.normal, 3)
+		ca, cr := count(tt.critical, 1)
+		if st.Admitted != wa || st.Rejected != wr || st.CriticalAdmitted != ca || st.CriticalRejected != cr {
+			t.Errorf("load %v: counters %+v, want admitted %d rejected %d critical %d/%d", tt.load, st, wa, wr, ca, cr)
+		}
+	}
+}
+
+func TestAdmitFollowsANewReading(t *testing.T) {
+	load := coretest.NewFixedLoad(0.96)
+	e, _ := newTestEngine(t, Config{Signal: load, Interval: time.Hour}) // the test takes the readings itself
+	if e.Admit(false) || !e.Admit(true) {
+		t.Fatal("at 0.96 an ordinary request must be rejected and a critical one admitted")
+	}
+	load.Set(1.0)
+	e.Sample()
+	if e.Admit(true) {
+		t.Fatal("at 1.0 a critical request must be rejected")
+	}
+	if st := e.Status(); st.Load != 1 || st.CriticalProbability != 1 {
+		t.Fatalf("status after Sample %+v", st)
+	}
+}
+
+func TestAdmitDryRunCountsButAdmits(t *testing.T) {
+	e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(1), DryRun: true})
+	for range 5 {
+		if !e.Admit(false) {
+			t.Fatal("dry run rejected a request")
+		}
+	}
+	if st := e.Status(); st.Rejected != 5 || st.Admitted != 0 || !st.DryRun {
+		t.Fatalf("status %+v", st)
+	}
+}
+
+func TestAdmitInTheBand(t *testing.T) {
+	// p = 0.5; the decision itself is table-tested in TestPolicyShed, this checks Admit draws fresh numbers.
+	e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(0.925)})
+	rejected := 0
+	const n = 4000
+	for range n {
+		if !e.Admit(false) {
+			rejected++
+		}
+	}
+	// Binomial(4000, 0.5) has a standard deviation of ~32; ±300 is over 9 of them.
+	if rejected < n/2-300 || rejected > n/2+300 {
+		t.Fatalf("rejected %d of %d at p=0.5", rejected, n)
+	}
+	if st := e.Status(); int(st.Rejected) != rejected || int(st.Admitted) != n-rejected {
+		t.Fatalf("counters %+v disagree with %d rejected", st, rejected)
+	}
+}
+
+func TestRetryAfterHeader(t *testing.T) {
+	tests := []struct {
+		d    time.Duration
+		want string // "" means nil
+	}{
+		{0, "1"},
+		{1, "1"},
+		{time.Second - 1, "1"},
+		{time.Second, "1"},
+		{time.Second + 1, "2"},
+		{90 * time.Second, "90"},
+		{math.MaxInt64, "9223372037"}, // no overflow on the way up
+		{-1, ""},
+		{math.MinInt64, ""},
+	}
+	for _, tt := range tests {
+		if got := retryAfterHeader(tt.d); string(got) != tt.want || (got == nil) != (tt.want == "") {
+			t.Errorf("retryAfterHeader(%v) = %q, want %q", tt.d, got, tt.want)
+		}
+	}
+}
+
+func TestHeaderValues(t *testing.T) {
+	tests := []struct {
+		cfg                    Config
+		retryAfter, rejectedBy string // retryAfter "" means none
+	}{
+		{Config{}, "1", "loadshed/default"},
+		{Config{RetryAfter: 1500 * time.Millisecond, Name: "api"}, "2", "loadshed/api"},
+		{Config{RetryAfter: -time.Second, Name: "edge"}, "", "loadshed/edge"},
+	}
+	for _, tt := range tests {
+		tt.cfg.Signal, tt.cfg.DisableMetrics = coretest.NewFixedLoad(0), true
+		e := NewEngine(tt.cfg.WithDefaults(testDefaults))
+		if got := e.RetryAfter(); string(got) != tt.retryAfter || (got == nil) != (tt.retryAfter == "") {
+			t.Errorf("%+v: RetryAfter() = %q, want %q", tt.cfg, got, tt.retryAfter)
+		}
+		if got := string(e.RejectedBy()); got != tt.rejectedBy {
+			t.Errorf("%+v: RejectedBy() = %q, want %q", tt.cfg, got, tt.rejectedBy)
+		}
+		_ = e.Close()
+	}
+}
+
+func TestCloseIsIdempotentAndUnregisters(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	reg := prometheus.NewRegistry()
+	e := NewEngine(Config{Signal: coretest.NewFixedLoad(1), Smoothing: 1, Interval: time.Millisecond, Registerer: reg}.WithDefaults(testDefaults))
+	var closers sync.WaitGroup
+	for range 3 { // at once: each waits for the one that stops the sampler
+		closers.Go(func() {
+			if err := e.Close(); err != nil {
+				t.Errorf("Close = %v", err)
+			}
+		})
+	}
+	closers.Wait()
+	if err := e.Close(); err != nil {
+		t.Fatalf("Close after Close = %v", err)
+	}
+	if e.Admit(false) {
+		t.Fatal("after Close a decision at load 1 admitted")
+	}
+	if mfs, err := reg.Gather(); err != nil || len(mfs) != 0 {
+		t.Fatalf("after Close the registry still gathers %d families (%v)", len(mfs), err)
+	}
+}

@@ -1,0 +1,162 @@
+package core
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"testing/synctest"
+	"time"
+
+	"github.com/fiberguard/fiberguard/loadshed/core/coretest"
+	"go.uber.org/goleak"
+)
+
+// logRecorder is a Logger that keeps what it is told.
+type logRecorder struct {
+	mu          sync.Mutex
+	infos, warn []string
+}
+
+func (l *logRecorder) Infof(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.infos = append(l.infos, fmt.Sprintf(format, v...))
+}
+
+func (l *logRecorder) Warnf(format string, v ...any) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.warn = append(l.warn, fmt.Sprintf(format, v...))
+}
+
+func (l *logRecorder) lines() (infos, warns []string) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return append([]string(nil), l.infos...), append([]string(nil), l.warn...)
+}
+
+// explained is a Signal that says what it reads, like the built-in ones.
+type explained struct {
+	named
+	reason string
+}
+
+func (e *explained) Reason() string { return e.reason }
+
+func TestFirstReadingBeforeFirstAdmit(t *testing.T) {
+	// No sampler tick can have happened yet: the first reading is taken in NewEngine.
+	e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(1), Interval: time.Hour})
+	if st := e.Status(); st.Load != 1 || st.Probability != 1 || st.UpdatedAt == nil {
+		t.Fatalf("status right after NewEngine: %+v", st)
+	}
+	if e.Admit(false) {
+		t.Fatal("the first decision admitted at load 1")
+	}
+}
+
+func TestSamplerSmoothsAndSurvivesErrors(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		readings := []struct {
+			v   float64
+			err error
+		}{
+			{0.5, nil},              // first reading, taken as is
+			{1.0, nil},              // 0.5 + 0.5*(1.0-0.5) = 0.75
+			{0, errors.New("boom")}, // kept: 0.75
+			{math.NaN(), nil},       // a bad reading is an error too: 0.75
+			{0.25, nil},             // 0.75 + 0.5*(0.25-0.75) = 0.5
+		}
+		i := 0
+		sig := SignalFunc(func() (float64, error) {
+			r := readings[min(i, len(readings)-1)]
+			i++
+			return r.v, r.err
+		})
+		lg := &logRecorder{}
+		e := NewEngine(Config{Signal: sig, Smoothing: 0.5, Interval: time.Second, DisableMetrics: true, Logger: lg}.WithDefaults(testDefaults))
+		want := []float64{0.5, 0.75, 0.75, 0.75, 0.5}
+		for step, w := range want {
+			if step > 0 {
+				time.Sleep(time.Second)
+				synctest.Wait()
+			}
+			if got := e.Status().Load; math.Abs(got-w) > 1e-12 {
+				t.Fatalf("after reading %d: load %v, want %v", step, got, w)
+			}
+		}
+		if n := e.Status().SamplerErrors; n != 2 {
+			t.Fatalf("sampler errors %d, want 2", n)
+		}
+		// Each new error is logged once, to the configured Logger.
+		wantWarns := []string{
+			"loadshed: signal error, keeping the last load: boom",
+			"loadshed: signal error, keeping the last load: " + errBadReading.Error(),
+		}
+		if _, warns := lg.lines(); fmt.Sprint(warns) != fmt.Sprint(wantWarns) {
+			t.Fatalf("warnings %q, want %q", warns, wantWarns)
+		}
+		_ = e.Close()
+		_ = e.Close() // idempotent
+	})
+}
+
+func TestSamplerLogsARepeatedErrorOnce(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		lg := &logRecorder{}
+		e := NewEngine(Config{Interval: time.Second, DisableMetrics: true, Logger: lg,
+			Signal: SignalFunc(func() (float64, error) { return 0, errors.New("gone") })}.WithDefaults(testDefaults))
+		time.Sleep(5 * time.Second)
+		synctest.Wait()
+		_ = e.Close()
+		if _, warns := lg.lines(); len(warns) != 1 || e.Status().SamplerErrors != 6 {
+			t.Fatalf("6 failed readings logged %q (%d counted); want one warning", warns, e.Status().SamplerErrors)
+		}
+	})
+}
+
+func TestEngineLogsWhatItReads(t *testing.T) {
+	lg := &logRecorder{}
+	e := NewEngine(Config{DisableMetrics: true, Logger: lg, Interval: time.Hour,
+		Signal: Max(&explained{named{name: "a"}, "reads a"}, &named{name: "b"})}.WithDefaults(testDefaults))
+	defer e.Close()
+	want := []string{"loadshed: load is max(a, b)", "loadshed: a: reads a"}
+	if infos, _ := lg.lines(); fmt.Sprint(infos) != fmt.Sprint(want) {
+		t.Fatalf("logged %q, want %q", infos, want)
+	}
+}
+
+func TestContextStopsTheSampler(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reads atomic.Int64
+		ctx, cancel := context.WithCancel(context.Background())
+		_ = NewEngine(Config{Context: ctx, Interval: time.Second, DisableMetrics: true,
+			Signal: SignalFunc(func() (float64, error) { reads.Add(1); return 0, nil })}.WithDefaults(testDefaults))
+		time.Sleep(3 * time.Second)
+		synctest.Wait()
+		if n := reads.Load(); n != 4 { // the first reading in NewEngine, then one per second
+			t.Fatalf("%d readings after 3 s, want 4", n)
+		}
+		cancel()
+		synctest.Wait() // the sampler must exit: synctest fails if a goroutine is left blocked in the bubble
+		time.Sleep(5 * time.Second)
+		if n := reads.Load(); n != 4 {
+			t.Fatalf("sampler kept reading after its context ended: %d", n)
+		}
+	})
+}
+
+func TestContextDoneLeavesNoGoroutine(t *testing.T) {
+	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
+	ctx, cancel := context.WithCancel(context.Background())
+	e := NewEngine(Config{Context: ctx, Signal: coretest.NewFixedLoad(1), Interval: time.Millisecond, DisableMetrics: true}.WithDefaults(testDefaults))
+	cancel()
+	<-e.done
+	// The sampler is gone (VerifyNone above); decisions go on with the last load.
+	if e.Admit(false) {
+		t.Fatal("a decision after the context ended admitted at load 1")
+	}
+}

@@ -5,7 +5,9 @@ import (
 	"net"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core"
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/log"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
@@ -144,65 +146,57 @@ func configDefault(config ...Config) Config {
 		return ConfigDefault
 	}
 	cfg := config[0]
-	if cfg.HealthInterval == 0 {
-		cfg.HealthInterval = ConfigDefault.HealthInterval
-	}
-	if cfg.HealthTimeout == 0 {
-		cfg.HealthTimeout = cfg.HealthInterval / 2
-	}
-	if cfg.DrainTimeout == 0 {
-		cfg.DrainTimeout = ConfigDefault.DrainTimeout
-	}
-	if cfg.Timeout == 0 {
-		cfg.Timeout = ConfigDefault.Timeout
-	}
-	switch {
-	case cfg.Retries == 0:
-		cfg.Retries = ConfigDefault.Retries
-	case cfg.Retries < 0:
-		cfg.Retries = 0
-	}
+	cfg.setCore(cfg.coreConfig().Fill(ConfigDefault.coreConfig()))
 	if cfg.OnReject == nil {
 		cfg.OnReject = ConfigDefault.OnReject
-	}
-	if cfg.RetryAfter == 0 {
-		cfg.RetryAfter = ConfigDefault.RetryAfter
-	}
-	if cfg.Name == "" {
-		cfg.Name = ConfigDefault.Name
 	}
 	return cfg
 }
 
-// validate panics, naming the field, when cfg (filled by configDefault) is invalid.
+// validate panics, naming the field, when cfg (filled by configDefault) is invalid. Only the core's fields
+// can be.
 func (cfg Config) validate() {
-	switch {
-	case len(cfg.Servers) == 0:
-		panic("upstreampick: Config.Servers must list at least one server")
-	case cfg.Mode < ModeLatency || cfg.Mode > ModeRandom:
-		panic("upstreampick: Config.Mode must be ModeLatency, ModeLeastPending or ModeRandom")
-	case cfg.HealthInterval < 0:
-		panic("upstreampick: Config.HealthInterval must be positive")
-	case cfg.HealthTimeout < 0 || cfg.HealthTimeout >= cfg.HealthInterval:
-		panic("upstreampick: Config.HealthTimeout must be positive and shorter than Config.HealthInterval")
-	case cfg.DrainTimeout < 0:
-		panic("upstreampick: Config.DrainTimeout must be positive")
-	case cfg.Timeout < 0:
-		panic("upstreampick: Config.Timeout must be positive")
-	case !headerSafe(cfg.Name):
-		panic("upstreampick: Config.Name must not contain control characters")
-	}
-	if _, err := parseServers(cfg.Servers); err != nil {
-		panic("upstreampick: Config.Servers: " + err.Error())
+	cfg.coreConfig().Validate()
+}
+
+// coreConfig returns the fields the core takes, with this adapter's error and logger.
+func (cfg *Config) coreConfig() core.Config {
+	return core.Config{
+		Servers:         cfg.Servers,
+		Mode:            cfg.Mode,
+		HealthInterval:  cfg.HealthInterval,
+		HealthTimeout:   cfg.HealthTimeout,
+		DrainTimeout:    cfg.DrainTimeout,
+		Timeout:         cfg.Timeout,
+		Retries:         cfg.Retries,
+		ConfigureClient: cfg.ConfigureClient,
+		LookupHost:      cfg.LookupHost,
+		Dial:            cfg.Dial,
+		RetryAfter:      cfg.RetryAfter,
+		Name:            cfg.Name,
+		Registerer:      cfg.Registerer,
+		DisableMetrics:  cfg.DisableMetrics,
+		Context:         cfg.Context,
+		NoUpstream:      ErrNoUpstream,
+		Warnf:           log.Warnf,
 	}
 }
 
-// headerSafe reports whether s can be sent in a header value as is.
-func headerSafe(s string) bool {
-	for _, c := range []byte(s) {
-		if c < ' ' || c == 0x7f {
-			return false
-		}
-	}
-	return true
+// setCore sets the fields the core takes from c.
+func (cfg *Config) setCore(c core.Config) {
+	cfg.Servers = c.Servers
+	cfg.Mode = c.Mode
+	cfg.HealthInterval = c.HealthInterval
+	cfg.HealthTimeout = c.HealthTimeout
+	cfg.DrainTimeout = c.DrainTimeout
+	cfg.Timeout = c.Timeout
+	cfg.Retries = c.Retries
+	cfg.ConfigureClient = c.ConfigureClient
+	cfg.LookupHost = c.LookupHost
+	cfg.Dial = c.Dial
+	cfg.RetryAfter = c.RetryAfter
+	cfg.Name = c.Name
+	cfg.Registerer = c.Registerer
+	cfg.DisableMetrics = c.DisableMetrics
+	cfg.Context = c.Context
 }

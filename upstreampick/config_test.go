@@ -2,34 +2,27 @@ package upstreampick
 
 import (
 	"context"
-	"net"
+	"reflect"
 	"strings"
-	"syscall"
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core"
 	"github.com/gofiber/fiber/v2"
+	"github.com/prometheus/client_golang/prometheus"
 )
-
-// refuse is a Config.Dial that refuses every connection, for tests that dial nothing on purpose.
-func refuse(context.Context, string) (net.Conn, error) {
-	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
-}
 
 func TestNewPickerPanicsNamingTheField(t *testing.T) {
 	tests := []struct {
 		cfg   Config
 		field string
 	}{
+		// One case per field: the core's tests hold the full table.
 		{Config{}, "Config.Servers"},
 		{Config{Servers: []string{"ftp://127.0.0.1:1"}}, "Config.Servers"},
-		{Config{Servers: []string{"http://127.0.0.1:1/path"}}, "Config.Servers"},
-		{Config{Servers: []string{"http://:80"}}, "Config.Servers"},
-		{Config{Servers: []string{"http://[::1"}}, "Config.Servers"},
-		{Config{Servers: []string{"127.0.0.1:1", "127.0.0.1:1"}}, "Config.Servers"},
 		{Config{Servers: []string{"127.0.0.1:1"}, Mode: Mode(7)}, "Config.Mode"},
 		{Config{Servers: []string{"127.0.0.1:1"}, HealthInterval: -time.Second}, "Config.HealthInterval"},
-		{Config{Servers: []string{"127.0.0.1:1"}, HealthInterval: time.Second, HealthTimeout: time.Second}, "Config.HealthTimeout"},
+		// Longer than the default HealthInterval.
 		{Config{Servers: []string{"127.0.0.1:1"}, HealthTimeout: 2 * time.Second}, "Config.HealthTimeout"},
 		{Config{Servers: []string{"127.0.0.1:1"}, DrainTimeout: -1}, "Config.DrainTimeout"},
 		{Config{Servers: []string{"127.0.0.1:1"}, Timeout: -1}, "Config.Timeout"},
@@ -82,21 +75,67 @@ func TestConfigDefaultOnReject(t *testing.T) {
 	}
 }
 
-func TestRetryAfterHeader(t *testing.T) {
-	for _, tt := range []struct {
-		d    time.Duration
-		want string
-	}{
-		{time.Nanosecond, "1"},
-		{time.Second, "1"},
-		{time.Second + 1, "2"},
-		{1500 * time.Millisecond, "2"},
-		{2 * time.Second, "2"},
-		{time.Hour, "3600"},
-		{-1, ""},
-	} {
-		if got := string(retryAfterHeader(tt.d)); got != tt.want {
-			t.Errorf("retryAfterHeader(%v) = %q, want %q", tt.d, got, tt.want)
+// TestConfigMirrorsTheCore: every field of core.Config but the adapter's own (NoUpstream, Warnf) is a field of
+// Config of the same type, and goes to the core and back unchanged, so a field added to the core cannot be
+// forgotten here.
+func TestConfigMirrorsTheCore(t *testing.T) {
+	var cfg Config
+	cv, ct := reflect.ValueOf(&cfg).Elem(), reflect.TypeFor[core.Config]()
+	for f := range ct.Fields() {
+		if f.Name == "NoUpstream" || f.Name == "Warnf" {
+			continue
+		}
+		mine, ok := cv.Type().FieldByName(f.Name)
+		if !ok || mine.Type != f.Type {
+			t.Fatalf("core.Config.%s (%v) has no field of that type in Config", f.Name, f.Type)
+		}
+		// A distinct non-zero value per field.
+		v := cv.FieldByIndex(mine.Index)
+		switch v.Kind() {
+		case reflect.Bool:
+			v.SetBool(true)
+		case reflect.Int, reflect.Int64:
+			v.SetInt(int64(1 + mine.Index[0]))
+		case reflect.String:
+			v.SetString(f.Name)
+		case reflect.Slice:
+			v.Set(reflect.ValueOf([]string{f.Name}))
+		case reflect.Func:
+			v.Set(reflect.MakeFunc(v.Type(), func([]reflect.Value) []reflect.Value { panic(f.Name) }))
+		case reflect.Interface:
+			switch f.Name {
+			case "Registerer":
+				v.Set(reflect.ValueOf(prometheus.NewRegistry()))
+			case "Context":
+				v.Set(reflect.ValueOf(context.Background()))
+			default:
+				t.Fatalf("no test value for core.Config.%s", f.Name)
+			}
+		default:
+			t.Fatalf("no test value for core.Config.%s (%v)", f.Name, f.Type)
+		}
+	}
+	c := cfg.coreConfig()
+	if c.NoUpstream != ErrNoUpstream || c.Warnf == nil {
+		t.Fatalf("coreConfig: NoUpstream %v, Warnf set %v; want ErrNoUpstream and Fiber's logger", c.NoUpstream, c.Warnf != nil)
+	}
+	var back Config
+	back.setCore(c)
+	bv := reflect.ValueOf(back)
+	for f := range ct.Fields() {
+		if f.Name == "NoUpstream" || f.Name == "Warnf" {
+			continue
+		}
+		want, got := cv.FieldByName(f.Name), bv.FieldByName(f.Name)
+		same := false
+		switch want.Kind() {
+		case reflect.Func, reflect.Slice:
+			same = want.Pointer() == got.Pointer()
+		default:
+			same = want.Interface() == got.Interface()
+		}
+		if !same {
+			t.Errorf("Config.%s did not go to the core and back", f.Name)
 		}
 	}
 }

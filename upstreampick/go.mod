@@ -2,12 +2,14 @@ module github.com/fiberguard/fiberguard/upstreampick
 
 go 1.26.0
 
+replace github.com/fiberguard/fiberguard/upstreampick/core => ./core
+
 require (
+	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/prometheus/client_golang v1.25.0
 	github.com/valyala/fasthttp v1.78.0
 	go.uber.org/goleak v1.3.0
-	golang.org/x/sys v0.49.0
 )
 
 require (
@@ -26,5 +28,6 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.2.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

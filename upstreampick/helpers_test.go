@@ -1,14 +1,21 @@
 package upstreampick
 
 import (
-	"sync"
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/proxy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
+)
+
+// Upstream addresses of the in-memory network.
+const (
+	addrA = "10.0.0.1:8080"
+	addrB = "10.0.0.2:8080"
+	// deadServer is an address of the in-memory network where nothing answers.
+	deadServer = "10.0.0.9:80"
 )
 
 // testConfig is a fast-cycling config with metrics on a private registry.
@@ -25,26 +32,20 @@ func testConfig(servers ...string) Config {
 	}
 }
 
-// recv waits for ch for at most 10 s.
-func recv[T any](t *testing.T, ch <-chan T, what string) T {
-	t.Helper()
-	select {
-	case v := <-ch:
-		return v
-	case <-time.After(10 * time.Second):
-		t.Fatalf("timed out waiting for %s", what)
-	}
-	var zero T
-	return zero
-}
+var (
+	bubble     = memnet.Bubble
+	eventually = memnet.Eventually
+	refuse     = memnet.Refuse
+	call       = memnet.Call
+	get        = memnet.Get
+)
 
-func upstreamStatus(p *Picker, server string) (UpstreamStatus, bool) {
-	for _, u := range p.Status().Upstreams {
-		if u.Server == server {
-			return u, true
-		}
-	}
-	return UpstreamStatus{}, false
+// picker creates a Picker over n, closed when the bubble ends.
+func picker(n *memnet.Net, cfg Config) *Picker {
+	cfg.Dial = n.Dial
+	p := NewPicker(cfg)
+	n.Own(p)
+	return p
 }
 
 func allSampled(p *Picker) bool {
@@ -65,55 +66,13 @@ func allUnhealthy(p *Picker) bool {
 	return true
 }
 
-// do sends one GET through the picker's LBClient.
-func do(p *Picker) error {
-	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-	defer fasthttp.ReleaseRequest(req)
-	defer fasthttp.ReleaseResponse(resp)
-	req.SetRequestURI("http://upstream/")
-	return p.LBClient().Do(req, resp)
-}
-
-// call sends GET path to h (an app's handler) on a RequestCtx of its own, as a server would, and returns a
-// copy of the response.
-func call(h fasthttp.RequestHandler, path string) *fasthttp.Response {
-	var c fasthttp.RequestCtx
-	c.Request.Header.SetMethod(fasthttp.MethodGet)
-	c.Request.SetRequestURI(path)
-	c.Request.Header.SetHost("gateway")
-	h(&c)
-	resp := &fasthttp.Response{}
-	c.Response.CopyTo(resp)
-	return resp
-}
-
-// get is call returning the status and body.
-func get(h fasthttp.RequestHandler, path string) (int, string) {
-	resp := call(h, path)
-	return resp.StatusCode(), string(resp.Body())
-}
-
-// fiberApp returns the handler of an app proxying every request through proxy.Balancer with p's client.
-func fiberApp(p *Picker) fasthttp.RequestHandler {
+// rejectingApp returns the handler of an app using the Handler of a Picker over cfg once its upstreams are
+// unhealthy, so that it rejects every request.
+func rejectingApp(t *testing.T, n *memnet.Net, cfg Config) fasthttp.RequestHandler {
+	t.Helper()
+	p := picker(n, cfg)
+	eventually(t, "upstreams unhealthy", func() bool { return allUnhealthy(p) })
 	app := fiber.New()
-	app.Use(proxy.Balancer(proxy.Config{Client: p.LBClient()}))
+	app.Use(p.Handler())
 	return app.Handler()
-}
-
-// hold returns a handler that blocks on /hold until release is called (when the bubble ends at the latest),
-// signalling started when such a request arrives.
-func hold(n *memNet, body string) (h fasthttp.RequestHandler, started <-chan struct{}, release func()) {
-	rel := make(chan struct{})
-	var once sync.Once
-	release = func() { once.Do(func() { close(rel) }) }
-	n.atShutdown(release)
-	st := make(chan struct{}, 16)
-	h = func(c *fasthttp.RequestCtx) {
-		if string(c.Path()) == "/hold" {
-			st <- struct{}{}
-			<-rel
-		}
-		c.SetBodyString(body)
-	}
-	return h, st, release
 }

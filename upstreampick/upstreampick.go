@@ -7,15 +7,14 @@
 // An upstream that fails to connect twice in a row (health dial or proxied request) gets no traffic until a
 // connection to it succeeds again. When no upstream can take a request, Handler rejects it through
 // Config.OnReject and LBClient returns ErrNoUpstream.
+//
+// This package is the Fiber v2 adapter over github.com/fiberguard/fiberguard/upstreampick/core, which holds
+// everything that does not need Fiber; github.com/fiberguard/fiberguard/v3/upstreampick is the same for Fiber v3.
 package upstreampick
 
 import (
-	"errors"
-	"strconv"
-	"time"
-
+	"github.com/fiberguard/fiberguard/upstreampick/core"
 	"github.com/gofiber/fiber/v2"
-	"github.com/valyala/fasthttp"
 )
 
 // ErrNoUpstream is returned by LBClient and BalancingClient when no upstream can take a request: every one is
@@ -32,24 +31,21 @@ func New(config ...Config) fiber.Handler {
 
 // Handler returns a fiber.Handler that proxies the request to a picked upstream, for apps that need none of
 // proxy.Balancer's options. When no upstream is pickable it sets the Retry-After and Fiberguard-Rejected-By
-// headers and answers with Config.OnReject (by default 503). It returns fiber.ErrGatewayTimeout (504) when the
-// upstream did not answer within Config.Timeout and fiber.ErrBadGateway (502) on any other upstream failure,
-// each for the app's ErrorHandler. Every call returns an equivalent handler over the same Picker.
+// headers and answers with Config.OnReject (by default 503). It returns fiber.ErrGatewayTimeout
+// (504) when the upstream did not answer within Config.Timeout and fiber.ErrBadGateway (502) on any other
+// upstream failure, each for the app's ErrorHandler. Every call returns an equivalent handler over the same
+// Picker.
 func (p *Picker) Handler() fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		if p.cfg.Next != nil && p.cfg.Next(c) {
 			return c.Next()
 		}
-		req, res := c.Request(), c.Response()
-		req.Header.Del(fiber.HeaderConnection)
-		err := p.bal.DoDeadline(req, res, time.Now().Add(p.cfg.Timeout))
-		res.Header.Del(fiber.HeaderConnection)
-		switch {
-		case err == nil:
+		switch p.core.Proxy(c.Request(), c.Response()) {
+		case core.Proxied:
 			return nil
-		case errors.Is(err, ErrNoUpstream):
+		case core.Rejected:
 			return p.reject(c)
-		case errors.Is(err, fasthttp.ErrTimeout) || errors.Is(err, fasthttp.ErrDialTimeout):
+		case core.TimedOut:
 			return fiber.ErrGatewayTimeout
 		}
 		return fiber.ErrBadGateway
@@ -58,26 +54,6 @@ func (p *Picker) Handler() fiber.Handler {
 
 // reject sets the rejection headers and calls OnReject.
 func (p *Picker) reject(c *fiber.Ctx) error {
-	h := &c.Response().Header
-	if p.retryAfter != nil {
-		h.SetCanonical(headerRetryAfter, p.retryAfter)
-	}
-	h.SetCanonical(headerRejectedBy, p.rejectedBy)
+	p.core.Reject(c.Request(), &c.Response().Header)
 	return p.cfg.OnReject(c)
-}
-
-// Header names, already canonical: no normalization per request.
-var (
-	headerRetryAfter = []byte(fiber.HeaderRetryAfter)
-	headerRejectedBy = []byte("Fiberguard-Rejected-By")
-)
-
-// retryAfterHeader is the Retry-After value for d: whole seconds, rounded up, at least 1; nil (no header) when
-// d is negative.
-func retryAfterHeader(d time.Duration) []byte {
-	if d < 0 {
-		return nil
-	}
-	secs := max(1, (d+time.Second-1)/time.Second)
-	return strconv.AppendInt(nil, int64(secs), 10)
 }

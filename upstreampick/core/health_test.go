@@ -1,4 +1,4 @@
-package upstreampick
+package core
 
 import (
 	"context"
@@ -8,13 +8,14 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 	"github.com/valyala/fasthttp"
 )
 
 func TestHealthMarksUnhealthyAfterTwoFailuresAndRestoresAfterOne(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
 		cfg := testConfig(addrA) // nothing answers there yet
-		p := n.picker(cfg)
+		p := picker(n, cfg)
 		// Rounds at 0, 50 ms, 100 ms, ...: after the first failure the upstream is still healthy.
 		time.Sleep(cfg.HealthInterval / 2)
 		if u, _ := upstreamStatus(p, addrA); !u.Healthy {
@@ -29,7 +30,7 @@ func TestHealthMarksUnhealthyAfterTwoFailuresAndRestoresAfterOne(t *testing.T) {
 			t.Fatalf("failed dials must not be samples: %+v", u)
 		}
 
-		n.serve(addrA, 3*time.Millisecond, nil)
+		n.Serve(addrA, 3*time.Millisecond, nil)
 		time.Sleep(cfg.HealthInterval) // one more round, one successful dial
 		u, _ = upstreamStatus(p, addrA)
 		if !u.Healthy || !u.Sampled || !u.Active || u.RTTSeconds != 0.003 {
@@ -44,11 +45,11 @@ func TestHealthMarksUnhealthyAfterTwoFailuresAndRestoresAfterOne(t *testing.T) {
 func TestHealthCheckAndRequestRecoverThroughOnePath(t *testing.T) {
 	for _, via := range []string{"health check", "request"} {
 		t.Run(via, func(t *testing.T) {
-			bubble(t, func(t *testing.T, n *memNet) {
-				n.serve(addrA, time.Millisecond, nil)
+			bubble(t, func(t *testing.T, n *memnet.Net) {
+				n.Serve(addrA, time.Millisecond, nil)
 				cfg := testConfig(addrA)
 				cfg.HealthInterval, cfg.HealthTimeout = time.Hour, time.Second // the test runs the rounds
-				p := n.picker(cfg)
+				p := picker(n, cfg)
 				eventually(t, "first health round", func() bool { return allSampled(p) })
 				p.mu.Lock()
 				u := p.ups[0]
@@ -93,12 +94,12 @@ func TestHealthCheckAndRequestRecoverThroughOnePath(t *testing.T) {
 
 // TestHealthSampleIsTheDialTime: with a custom Dial, a health sample is the time the dial took.
 func TestHealthSampleIsTheDialTime(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, 2*time.Millisecond, nil)
-		n.serve(addrB, 30*time.Millisecond, nil)
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, 2*time.Millisecond, nil)
+		n.Serve(addrB, 30*time.Millisecond, nil)
 		cfg := testConfig(addrA, addrB)
 		cfg.HealthInterval, cfg.HealthTimeout = 100*time.Millisecond, 50*time.Millisecond
-		p := n.picker(cfg)
+		p := picker(n, cfg)
 		time.Sleep(cfg.HealthTimeout)
 		a, _ := upstreamStatus(p, addrA)
 		b, _ := upstreamStatus(p, addrB)
@@ -106,7 +107,7 @@ func TestHealthSampleIsTheDialTime(t *testing.T) {
 			t.Fatalf("a %+v, b %+v: want RTT 2 ms tier 0 and 30 ms tier 1", a, b)
 		}
 		// A dial slower than HealthTimeout is a failure, not a sample.
-		n.serve(addrB, time.Second, nil)
+		n.Serve(addrB, time.Second, nil)
 		time.Sleep(2*cfg.HealthInterval + 10*time.Millisecond) // dials at 100 and 200 ms time out at 150 and 250 ms
 		if b, _ := upstreamStatus(p, addrB); b.Healthy || b.RTTSeconds != 0.030 {
 			t.Fatalf("b %+v after two timed-out dials: want unhealthy, average unchanged", b)
@@ -115,8 +116,8 @@ func TestHealthSampleIsTheDialTime(t *testing.T) {
 }
 
 func TestNameResolutionIsNotTimed(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve("10.0.0.3:8080", time.Millisecond, nil)
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve("10.0.0.3:8080", time.Millisecond, nil)
 		cfg := testConfig("http://upstream.test:8080")
 		cfg.HealthInterval = time.Second
 		cfg.HealthTimeout = 500 * time.Millisecond
@@ -133,7 +134,7 @@ func TestNameResolutionIsNotTimed(t *testing.T) {
 			}
 			return []string{"10.0.0.3"}, nil
 		}
-		p := n.picker(cfg)
+		p := picker(n, cfg)
 		eventually(t, "measured", func() bool { return allSampled(p) })
 		u := p.Status().Upstreams[0]
 		if u.RTTSeconds != 0.001 || !u.Healthy {
@@ -148,13 +149,13 @@ func TestNameResolutionIsNotTimed(t *testing.T) {
 }
 
 func TestResolutionFailureCounts(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve("10.0.0.3:80", time.Millisecond, nil)
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve("10.0.0.3:80", time.Millisecond, nil)
 		cfg := testConfig("http://upstream.test:80")
 		cfg.LookupHost = func(context.Context, string) ([]string, error) { return nil, errors.New("no such host") }
-		p := n.picker(cfg)
+		p := picker(n, cfg)
 		eventually(t, "unhealthy", func() bool { u, _ := upstreamStatus(p, "http://upstream.test:80"); return !u.Healthy })
-		if n.dials("10.0.0.3:80") != 0 {
+		if n.Dials("10.0.0.3:80") != 0 {
 			t.Fatal("dialled although the name did not resolve")
 		}
 	})
@@ -163,28 +164,28 @@ func TestResolutionFailureCounts(t *testing.T) {
 // TestRequestsDialThroughConfigDial: requests use Config.Dial too, with the configured host, while
 // ConfigureClient's own Dial takes precedence for requests.
 func TestRequestsDialThroughConfigDial(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, time.Millisecond, nil)
-		p := n.picker(testConfig(addrA))
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, nil)
+		p := picker(n, testConfig(addrA))
 		eventually(t, "measured", func() bool { return allSampled(p) })
-		health := n.dials(addrA)
+		health := n.Dials(addrA)
 		if err := do(p); err != nil {
 			t.Fatal(err)
 		}
-		if got := n.dials(addrA) - health; got != 1 {
+		if got := n.Dials(addrA) - health; got != 1 {
 			t.Fatalf("%d request dials through Config.Dial, want 1", got)
 		}
 
 		var own int
 		cfg := testConfig(addrB)
-		n.serve(addrB, time.Millisecond, nil)
+		n.Serve(addrB, time.Millisecond, nil)
 		cfg.ConfigureClient = func(_ string, c *fasthttp.HostClient) {
 			c.Dial = func(addr string) (net.Conn, error) {
 				own++
 				return n.Dial(context.Background(), addr)
 			}
 		}
-		p2 := n.picker(cfg)
+		p2 := picker(n, cfg)
 		if err := do(p2); err != nil {
 			t.Fatal(err)
 		}

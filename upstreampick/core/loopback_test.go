@@ -1,16 +1,12 @@
-package upstreampick
+package core
 
 import (
 	"context"
-	"io"
 	"net"
-	"net/http/httptest"
 	"sync"
 	"testing"
 	"time"
 
-	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/proxy"
 	"github.com/valyala/fasthttp"
 )
 
@@ -69,17 +65,15 @@ func deadAddr(t *testing.T) string {
 	return addr
 }
 
-// TestLoopbackDefaultDialer proxies over real loopback sockets with the default dialer: both upstreams are
+// TestLoopbackDefaultDialer sends requests through LBClient over real loopback sockets with the default dialer: both upstreams are
 // measured (kernel-timed handshakes, well under a second), share tier 0 and get traffic; a refused upstream
 // becomes unhealthy.
 func TestLoopbackDefaultDialer(t *testing.T) {
 	a, b := startSite(t, "a"), startSite(t, "b")
 	dead := deadAddr(t)
 	cfg := testConfig("http://"+a.addr, b.addr, dead)
-	p := NewPicker(cfg)
+	p := newPicker(cfg)
 	t.Cleanup(func() { _ = p.Close() })
-	app := fiber.New()
-	app.Use(proxy.Balancer(proxy.Config{Client: p.LBClient()}))
 
 	waitFor(t, "upstreams measured, the dead one unhealthy", func() bool {
 		u, _ := upstreamStatus(p, dead)
@@ -87,16 +81,11 @@ func TestLoopbackDefaultDialer(t *testing.T) {
 	})
 	seen := map[string]int{}
 	for range 200 {
-		resp, err := app.Test(httptest.NewRequest(fiber.MethodGet, "/x", nil), 10_000)
+		body, err := doPath(p, "/x")
 		if err != nil {
 			t.Fatal(err)
 		}
-		body, _ := io.ReadAll(resp.Body)
-		_ = resp.Body.Close()
-		if resp.StatusCode != fiber.StatusOK {
-			t.Fatalf("status %d body %q", resp.StatusCode, body)
-		}
-		seen[string(body)]++
+		seen[body]++
 	}
 	// Both loopback upstreams are one tier: both get traffic (each at least 40 of 200; p < 1e-15 to fail).
 	if seen["a"] < 40 || seen["b"] < 40 {

@@ -1,9 +1,9 @@
-package upstreampick
+package core
 
 import (
 	"strconv"
 
-	"github.com/fiberguard/fiberguard/upstreampick/internal/metricsreg"
+	"github.com/fiberguard/fiberguard/upstreampick/core/internal/metricsreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -17,8 +17,8 @@ type collector struct {
 }
 
 // registerCollector registers p's metrics on reg, labelled name=name. A duplicate registration (the same name
-// on the same registry) is logged and skipped (nil result).
-func registerCollector(p *Picker, reg prometheus.Registerer, name string) *collector {
+// on the same registry) is logged through warnf and skipped (nil result).
+func registerCollector(p *Picker, reg prometheus.Registerer, name string, warnf func(string, ...any)) *collector {
 	constant := prometheus.Labels{"name": name}
 	desc := func(metric, help string) *prometheus.Desc {
 		return prometheus.NewDesc("fiberguard_upstreampick_"+metric, help, []string{"upstream"}, constant)
@@ -36,7 +36,7 @@ func registerCollector(p *Picker, reg prometheus.Registerer, name string) *colle
 		draining: desc("draining", "1 while the upstream, removed from the server list, drains."),
 		picks:    desc("picks_total", "Requests sent to the upstream."),
 	}
-	if !metricsreg.Register(reg, c, "upstreampick "+strconv.Quote(name),
+	if !metricsreg.Register(reg, c, warnf, "upstreampick "+strconv.Quote(name),
 		"set Config.Name to tell Pickers on one registry apart; this one exports none") {
 		return nil
 	}

@@ -1,20 +1,21 @@
-package upstreampick
+package core
 
 import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 )
 
 func TestMetrics(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, time.Millisecond, nil)
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, nil)
 		reg := prometheus.NewRegistry()
 		cfg := testConfig(addrA)
 		cfg.Registerer = reg
-		p := n.picker(cfg)
+		p := picker(n, cfg)
 		eventually(t, "measured", func() bool { return allSampled(p) })
 		if err := do(p); err != nil {
 			t.Fatal(err)
@@ -60,7 +61,7 @@ func TestMetrics(t *testing.T) {
 		}
 
 		// A second Picker on the same registry neither panics nor breaks the first.
-		_ = NewPicker(cfg).Close()
+		_ = newPicker(cfg).Close()
 		if n := testutil.CollectAndCount(reg, "fiberguard_upstreampick_tier"); n != 1 {
 			t.Fatalf("tier series %d after a duplicate Picker, want 1", n)
 		}
@@ -69,14 +70,14 @@ func TestMetrics(t *testing.T) {
 		if n := testutil.CollectAndCount(reg); n != 0 {
 			t.Fatalf("%d series after Close, want 0", n)
 		}
-		p3 := n.picker(cfg)
+		p3 := picker(n, cfg)
 		if n := testutil.CollectAndCount(reg, "fiberguard_upstreampick_tier"); n != 1 {
 			t.Fatalf("tier series %d for a new Picker, want 1", n)
 		}
 		_ = p3.Close()
 
 		cfg.DisableMetrics = true
-		p4 := n.picker(cfg)
+		p4 := picker(n, cfg)
 		if p4.metrics != nil || testutil.CollectAndCount(reg) != 0 {
 			t.Fatal("DisableMetrics registered metrics")
 		}
@@ -84,8 +85,8 @@ func TestMetrics(t *testing.T) {
 }
 
 func TestRegistererNilRegistersOnTheDefault(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, time.Millisecond, nil)
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, nil)
 		cfg := testConfig(addrA)
 		cfg.Registerer, cfg.Name = nil, "registerer-nil"
 		count := func() int {
@@ -106,7 +107,7 @@ func TestRegistererNilRegistersOnTheDefault(t *testing.T) {
 			}
 			return k
 		}
-		p := n.picker(cfg)
+		p := picker(n, cfg)
 		if k := count(); k != 6 { // tier, healthy, draining, picks and two request counters; no rtt yet
 			t.Fatalf("%d series on prometheus.DefaultRegisterer, want 6", k)
 		}

@@ -1,8 +1,9 @@
-package upstreampick
+package core
 
 import (
 	"context"
 	"errors"
+	"log"
 	"math/rand/v2"
 	"net"
 	"sync"
@@ -14,9 +15,11 @@ import (
 )
 
 // Picker chooses an upstream for each request and keeps the upstreams' latency, health and drain state. Create
-// it with NewPicker and stop it with Close (or Config.Context). All methods are safe for concurrent use.
+// it with New and stop it with Close (or Config.Context). All methods are safe for concurrent use.
 type Picker struct {
 	cfg Config
+	// noUpstream is Config.NoUpstream or its default.
+	noUpstream error
 
 	// set is what picks read: one atomic load, no lock.
 	set atomic.Pointer[pickSet[*upstream]]
@@ -70,12 +73,14 @@ type upstream struct {
 	removed    bool
 }
 
-// NewPicker creates a Picker over cfg.Servers and starts its health checks; the first round starts at once and
-// NewPicker does not wait for it. Until an upstream's first dial completes it is picked like a member of the
-// nearest tier. NewPicker panics, naming the field, when the config is invalid.
-func NewPicker(config ...Config) *Picker {
-	cfg := configDefault(config...)
-	cfg.validate()
+// errNoUpstream is the default Config.NoUpstream.
+var errNoUpstream = errors.New("upstreampick: no upstream available")
+
+// New creates a Picker over cfg.Servers and starts its health checks; the first round starts at once and New
+// does not wait for it. Until an upstream's first dial completes it is picked like a member of the nearest
+// tier. cfg must have been filled (Fill); New panics, naming the field, when it is invalid.
+func New(cfg Config) *Picker {
+	cfg.Validate()
 	parent := cfg.Context
 	if parent == nil {
 		parent = context.Background()
@@ -83,6 +88,7 @@ func NewPicker(config ...Config) *Picker {
 	ctx, cancel := context.WithCancel(parent)
 	p := &Picker{
 		cfg:        cfg,
+		noUpstream: cfg.NoUpstream,
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		rejectedBy: []byte("upstreampick/" + cfg.Name),
 		lookup:     cfg.LookupHost,
@@ -90,6 +96,9 @@ func NewPicker(config ...Config) *Picker {
 		ctx:        ctx,
 		cancel:     cancel,
 		done:       make(chan struct{}),
+	}
+	if p.noUpstream == nil {
+		p.noUpstream = errNoUpstream
 	}
 	if p.lookup == nil {
 		p.lookup = net.DefaultResolver.LookupHost
@@ -118,7 +127,11 @@ func NewPicker(config ...Config) *Picker {
 		if reg == nil {
 			reg = prometheus.DefaultRegisterer
 		}
-		p.metrics = registerCollector(p, reg, cfg.Name)
+		warnf := cfg.Warnf
+		if warnf == nil {
+			warnf = log.Printf
+		}
+		p.metrics = registerCollector(p, reg, cfg.Name, warnf)
 	}
 	go p.run()
 	return p
@@ -130,16 +143,18 @@ func NewPicker(config ...Config) *Picker {
 //
 // It holds a single fasthttp.BalancingClient that picks the upstream itself, so LBClient's own least-loaded
 // choice and failure penalty play no part. Its Timeout is Config.Timeout. Every call returns the same client.
+// When no upstream can take a request it returns Config.NoUpstream.
 func (p *Picker) LBClient() *fasthttp.LBClient { return p.lbc }
 
 // BalancingClient returns the picker as a fasthttp.BalancingClient, for an LBClient of your own.
 func (p *Picker) BalancingClient() fasthttp.BalancingClient { return p.bal }
 
-// SetServers replaces the upstream list. New servers start unmeasured and pickable; kept servers keep their
-// state (a server is matched by scheme, host and port, so "127.0.0.1:80" keeps the state of "http://127.0.0.1"
-// and takes the new spelling as its name); removed servers drain: they get no new requests and are forgotten (with their metrics) once their
-// requests in flight have finished or Config.DrainTimeout has passed, checked every HealthInterval. Listing a
-// draining server again aborts its drain. An invalid list is rejected as a whole with an error.
+// SetServers replaces the upstream list; it is the one way the set of upstreams changes after New. New servers
+// start unmeasured and pickable; kept servers keep their state (a server is matched by scheme, host and port,
+// so "127.0.0.1:80" keeps the state of "http://127.0.0.1" and takes the new spelling as its name); removed
+// servers drain: they get no new requests and are forgotten (with their metrics) once their requests in flight
+// have finished or Config.DrainTimeout has passed, checked every HealthInterval. Listing a draining server
+// again aborts its drain. An invalid list is rejected as a whole with an error.
 func (p *Picker) SetServers(servers []string) error {
 	if len(servers) == 0 {
 		return errors.New("upstreampick: SetServers needs at least one server")
@@ -198,8 +213,7 @@ func (p *Picker) Pick() (server string, ok bool) {
 
 // Close stops the health checks, waits for the health goroutine to end, unregisters the metrics and closes
 // idle upstream connections; Config.Context being done does the same. Requests, even concurrent ones, are
-// still answered afterwards, through the last pickable set. Close is idempotent and
-// returns nil.
+// still answered afterwards, through the last pickable set. Close is idempotent and returns nil.
 func (p *Picker) Close() error {
 	p.closeOnce.Do(func() {
 		p.cancel()

@@ -1,4 +1,4 @@
-package upstreampick
+package core
 
 import (
 	"encoding/json"
@@ -8,22 +8,23 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
 )
 
-func TestProxyBalancerSpreadsAndMeasures(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("a") })
-		n.serve(addrB, 2*time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("b") })
-		p := n.picker(testConfig("http://"+addrA, addrB))
-		app := fiberApp(p)
+func TestLBClientSpreadsAndMeasures(t *testing.T) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("a") })
+		n.Serve(addrB, 2*time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("b") })
+		p := picker(n, testConfig("http://"+addrA, addrB))
+		app := lbApp(p)
 
 		eventually(t, "both upstreams measured", func() bool { return allSampled(p) })
 		seen := map[string]int{}
 		for range 200 {
-			code, body := get(app, "/x")
+			code, body := memnet.Get(app, "/x")
 			if code != 200 {
 				t.Fatalf("status %d body %q", code, body)
 			}
@@ -51,23 +52,23 @@ func TestProxyBalancerSpreadsAndMeasures(t *testing.T) {
 }
 
 func TestSetServersDrains(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		h, started, release := hold(n, "a")
-		n.serve(addrA, time.Millisecond, h)
-		n.serve(addrB, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("b") })
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		h, started, release := n.Hold("a")
+		n.Serve(addrA, time.Millisecond, h)
+		n.Serve(addrB, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("b") })
 		reg := prometheus.NewRegistry()
 		cfg := testConfig(addrA)
 		cfg.Registerer = reg
-		p := n.picker(cfg)
-		app := fiberApp(p)
+		p := picker(n, cfg)
+		app := lbApp(p)
 
 		// A request in flight on a.
 		held := make(chan string, 1)
 		go func() {
-			_, body := get(app, "/hold")
+			_, body := memnet.Get(app, "/hold")
 			held <- body
 		}()
-		recv(t, started, "request held on a")
+		memnet.Recv(t, started, "request held on a")
 
 		if err := p.SetServers([]string{addrB}); err != nil {
 			t.Fatal(err)
@@ -77,7 +78,7 @@ func TestSetServersDrains(t *testing.T) {
 			t.Fatalf("removed upstream %+v (present %v), want draining, inactive, 1 in flight", ua, ok)
 		}
 		for range 20 {
-			if _, body := get(app, "/"); body != "b" {
+			if _, body := memnet.Get(app, "/"); body != "b" {
 				t.Fatalf("new request went to %q while a drains", body)
 			}
 		}
@@ -104,7 +105,7 @@ func TestSetServersDrains(t *testing.T) {
 		}
 
 		release()
-		if body := recv(t, held, "held request"); body != "a" {
+		if body := memnet.Recv(t, held, "held request"); body != "a" {
 			t.Fatalf("in-flight request got %q, want it to finish on a", body)
 		}
 		eventually(t, "drained upstream forgotten", func() bool { _, ok := upstreamStatus(p, addrA); return !ok })
@@ -124,20 +125,20 @@ func TestSetServersDrains(t *testing.T) {
 }
 
 func TestDrainTimeout(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		h, started, release := hold(n, "a")
-		n.serve(addrA, time.Millisecond, h)
-		n.serve(addrB, time.Millisecond, nil)
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		h, started, release := n.Hold("a")
+		n.Serve(addrA, time.Millisecond, h)
+		n.Serve(addrB, time.Millisecond, nil)
 		cfg := testConfig(addrA)
 		cfg.DrainTimeout = 100 * time.Millisecond
-		p := n.picker(cfg)
+		p := picker(n, cfg)
 		done := make(chan error, 1)
 		go func() {
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			req.SetRequestURI("http://upstream/hold")
 			done <- p.LBClient().Do(req, resp)
 		}()
-		recv(t, started, "request held on a")
+		memnet.Recv(t, started, "request held on a")
 		if err := p.SetServers([]string{addrB}); err != nil {
 			t.Fatal(err)
 		}
@@ -148,18 +149,18 @@ func TestDrainTimeout(t *testing.T) {
 			t.Fatalf("forgotten %v after removal, want within a round after %v", d, cfg.DrainTimeout)
 		}
 		release()
-		if err := recv(t, done, "held request"); err != nil {
+		if err := memnet.Recv(t, done, "held request"); err != nil {
 			t.Fatalf("request on a forgotten upstream: %v (it must still finish)", err)
 		}
 	})
 }
 
 func TestStatusJSON(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, time.Millisecond, nil)
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, nil)
 		cfg := testConfig(addrA)
 		cfg.Name = "edge"
-		p := n.picker(cfg)
+		p := picker(n, cfg)
 		start := time.Now()
 
 		decode := func() map[string]any {

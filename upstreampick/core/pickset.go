@@ -1,4 +1,4 @@
-package upstreampick
+package core
 
 import "slices"
 

@@ -1,9 +1,11 @@
-package upstreampick
+package core
 
 import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 )
 
 func TestParseServer(t *testing.T) {
@@ -133,7 +135,7 @@ func TestNewKeepsDistinctServersApart(t *testing.T) {
 	for _, pair := range otherServer {
 		cfg := testConfig(pair[0], pair[1])
 		cfg.HealthInterval, cfg.Dial = time.Hour, refuse // no dial matters here
-		p := NewPicker(cfg)
+		p := newPicker(cfg)
 		st := p.Status()
 		_ = p.Close()
 		if len(st.Upstreams) != 2 || st.Upstreams[0].Server != pair[0] || st.Upstreams[1].Server != pair[1] {
@@ -145,7 +147,7 @@ func TestNewKeepsDistinctServersApart(t *testing.T) {
 func TestSetServersRejectsOneServerSpeltTwice(t *testing.T) {
 	cfg := testConfig(addrA)
 	cfg.HealthInterval, cfg.Dial = time.Hour, refuse // no dial matters here
-	p := NewPicker(cfg)
+	p := newPicker(cfg)
 	defer func() { _ = p.Close() }()
 	for _, pair := range sameServer {
 		if err := p.SetServers([]string{pair[0], pair[1]}); err == nil ||
@@ -166,9 +168,9 @@ func TestSetServersRejectsOneServerSpeltTwice(t *testing.T) {
 }
 
 func TestSetServersRespeltKeepsTheUpstream(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memNet) {
-		n.serve(addrA, time.Millisecond, nil)
-		p := n.picker(testConfig(addrA))
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, nil)
+		p := picker(n, testConfig(addrA))
 		eventually(t, "a measured", func() bool { return allSampled(p) })
 		for range 3 {
 			if err := do(p); err != nil {
@@ -202,6 +204,6 @@ func newPanic(t *testing.T, servers ...string) (msg string) {
 	}()
 	cfg := testConfig(servers...)
 	cfg.HealthInterval, cfg.Dial = time.Hour, refuse
-	_ = NewPicker(cfg).Close()
+	_ = newPicker(cfg).Close()
 	return ""
 }

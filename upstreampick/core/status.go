@@ -1,4 +1,4 @@
-package upstreampick
+package core
 
 import "time"
 
@@ -10,7 +10,8 @@ type Status struct {
 	UpdatedAt *time.Time `json:"updated_at"`
 	Mode      string     `json:"mode"`
 	// Admitted counts the requests that got an upstream, Rejected those that found none (answered by OnReject
-	// through Handler, ErrNoUpstream through LBClient), since NewPicker. Pick is not counted.
+	// through Handler, ErrNoUpstream through LBClient) and those answered by Reject, each once, since
+	// NewPicker. Pick is not counted.
 	Admitted  uint64           `json:"admitted"`
 	Rejected  uint64           `json:"rejected"`
 	Upstreams []UpstreamStatus `json:"upstreams"`

@@ -1,7 +1,12 @@
-package upstreampick
+// Package memnet is an in-memory network for the tests of upstreampick's core and of its Fiber adapters. Its
+// Dial (for Config.Dial) sleeps a host's round trip, then connects a net.Pipe to the host's fasthttp handler.
+// Everything runs in a testing/synctest bubble (see Bubble), so a health dial's sample is exactly the round
+// trip, and nothing depends on the machine's load. It is not meant for use outside tests.
+package memnet
 
 import (
 	"context"
+	"io"
 	"net"
 	"sync"
 	"syscall"
@@ -12,50 +17,52 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// memNet is an in-memory network for tests in a synctest bubble: its Dial (for Config.Dial) sleeps a host's
-// round trip, then connects a net.Pipe to the host's fasthttp handler. Time is the bubble's, so a health
-// dial's sample is exactly the round trip, and nothing depends on the machine's load.
-type memNet struct {
-	mu      sync.Mutex
-	hosts   map[string]*memHost
-	conns   map[net.Conn]string // server ends of open connections, by host address
-	pickers []*Picker
+// Net is the network of one bubble.
+type Net struct {
+	mu    sync.Mutex
+	hosts map[string]*host
+	conns map[net.Conn]string // server ends of open connections, by host address
+	owned []io.Closer
 	// atEnd runs first at shutdown: releases of what tests hold.
 	atEnd   []func()
 	serving sync.WaitGroup
 }
 
-// memHost is one address of a memNet.
-type memHost struct {
+// host is one address of a Net.
+type host struct {
 	rtt     time.Duration
 	handler fasthttp.RequestHandler
-	state   hostState
+	state   State
 	dials   int
 }
 
-type hostState int
+// State is how a host answers.
+type State int
 
 const (
-	hostUp     hostState = iota // answers with its handler
-	hostDown                    // refuses connections
-	hostHangUp                  // accepts, reads the request and closes without an answer
+	// Up answers with the host's handler.
+	Up State = iota
+	// Down refuses connections.
+	Down
+	// HangUp accepts, reads the request and closes without an answer.
+	HangUp
 )
 
-// bubble runs f in a synctest bubble with a fresh memNet. When f ends it closes the pickers made with
-// n.picker, then every connection, and waits for everything the test started to end.
-func bubble(t *testing.T, f func(t *testing.T, n *memNet)) {
+// Bubble runs f in a synctest bubble with a fresh Net. When f ends it runs what AtShutdown registered, closes
+// what Own registered, then every connection, and waits for everything the test started to end.
+func Bubble(t *testing.T, f func(t *testing.T, n *Net)) {
 	t.Helper()
 	synctest.Test(t, func(t *testing.T) {
-		n := &memNet{hosts: map[string]*memHost{}, conns: map[net.Conn]string{}}
+		n := &Net{hosts: map[string]*host{}, conns: map[net.Conn]string{}}
 		defer n.shutdown()
 		f(t, n)
 	})
 }
 
-// eventually waits until cond holds, checking it only when every other goroutine of the bubble is durably
+// Eventually waits until cond holds, checking it only when every other goroutine of the bubble is durably
 // blocked, so that no change is seen half made (a flag set, the pick set not yet rebuilt). It fails after 10 s
 // of the bubble's time.
-func eventually(t *testing.T, what string, cond func() bool) {
+func Eventually(t *testing.T, what string, cond func() bool) {
 	t.Helper()
 	deadline := time.Now().Add(10 * time.Second)
 	for {
@@ -70,32 +77,29 @@ func eventually(t *testing.T, what string, cond func() bool) {
 	}
 }
 
-// picker creates a Picker over n, closed when the bubble ends.
-func (n *memNet) picker(cfg Config) *Picker {
-	cfg.Dial = n.Dial
-	p := NewPicker(cfg)
+// Own registers c (a Picker) to be closed when the bubble ends.
+func (n *Net) Own(c io.Closer) {
 	n.mu.Lock()
-	n.pickers = append(n.pickers, p)
-	n.mu.Unlock()
-	return p
+	defer n.mu.Unlock()
+	n.owned = append(n.owned, c)
 }
 
-// serve makes addr answer with h (nil: its own address as the body) after a round trip of rtt per dial.
-func (n *memNet) serve(addr string, rtt time.Duration, h fasthttp.RequestHandler) {
+// Serve makes addr answer with h (nil: its own address as the body) after a round trip of rtt per dial.
+func (n *Net) Serve(addr string, rtt time.Duration, h fasthttp.RequestHandler) {
 	if h == nil {
 		h = func(c *fasthttp.RequestCtx) { c.SetBodyString(addr) }
 	}
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	n.hosts[addr] = &memHost{rtt: rtt, handler: h}
+	n.hosts[addr] = &host{rtt: rtt, handler: h}
 }
 
-// set changes addr's state; hostDown also closes its open connections, as a server shut down would.
-func (n *memNet) set(addr string, s hostState) {
+// Set changes addr's state; Down also closes its open connections, as a server shut down would.
+func (n *Net) Set(addr string, s State) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.hosts[addr].state = s
-	if s == hostDown {
+	if s == Down {
 		for c, a := range n.conns {
 			if a == addr {
 				_ = c.Close()
@@ -104,15 +108,15 @@ func (n *memNet) set(addr string, s hostState) {
 	}
 }
 
-// dials returns how many dials addr received, refused ones included.
-func (n *memNet) dials(addr string) int {
+// Dials returns how many dials addr received, refused ones included.
+func (n *Net) Dials(addr string) int {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	return n.hosts[addr].dials
 }
 
 // Dial is a Config.Dial. An unknown address refuses at once; a known one answers after its round trip.
-func (n *memNet) Dial(ctx context.Context, addr string) (net.Conn, error) {
+func (n *Net) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	n.mu.Lock()
 	h := n.hosts[addr]
 	rtt := time.Duration(0)
@@ -121,9 +125,8 @@ func (n *memNet) Dial(ctx context.Context, addr string) (net.Conn, error) {
 		rtt = h.rtt
 	}
 	n.mu.Unlock()
-	refused := &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
 	if h == nil {
-		return nil, refused
+		return Refuse(ctx, addr)
 	}
 	t := time.NewTimer(rtt)
 	defer t.Stop()
@@ -135,15 +138,15 @@ func (n *memNet) Dial(ctx context.Context, addr string) (net.Conn, error) {
 
 	n.mu.Lock()
 	defer n.mu.Unlock()
-	if h.state == hostDown {
-		return nil, refused
+	if h.state == Down {
+		return Refuse(ctx, addr)
 	}
 	client, server := net.Pipe()
 	n.conns[server] = addr
 	n.serving.Add(1)
 	go func() {
 		defer n.serving.Done()
-		if h.state == hostHangUp {
+		if h.state == HangUp {
 			buf := make([]byte, 4096)
 			_, _ = server.Read(buf)
 		} else {
@@ -158,24 +161,49 @@ func (n *memNet) Dial(ctx context.Context, addr string) (net.Conn, error) {
 	return client, nil
 }
 
-// atShutdown registers f to run first when the bubble ends (t.Cleanup runs too late for what the bubble
+// Refuse is a Config.Dial that refuses every connection, for tests that dial nothing on purpose; it needs no
+// bubble.
+func Refuse(context.Context, string) (net.Conn, error) {
+	return nil, &net.OpError{Op: "dial", Net: "tcp", Err: syscall.ECONNREFUSED}
+}
+
+// AtShutdown registers f to run first when the bubble ends (t.Cleanup runs too late for what the bubble
 // waits for).
-func (n *memNet) atShutdown(f func()) {
+func (n *Net) AtShutdown(f func()) {
 	n.mu.Lock()
 	defer n.mu.Unlock()
 	n.atEnd = append(n.atEnd, f)
 }
 
-// shutdown closes the pickers and every connection, then lets idle-connection cleaners run out.
-func (n *memNet) shutdown() {
+// Hold returns a handler that answers body, and blocks on /hold until release is called (when the bubble ends
+// at the latest), signalling started when such a request arrives.
+func (n *Net) Hold(body string) (h fasthttp.RequestHandler, started <-chan struct{}, release func()) {
+	rel := make(chan struct{})
+	var once sync.Once
+	release = func() { once.Do(func() { close(rel) }) }
+	n.AtShutdown(release)
+	st := make(chan struct{}, 16)
+	h = func(c *fasthttp.RequestCtx) {
+		if string(c.Path()) == "/hold" {
+			st <- struct{}{}
+			<-rel
+		}
+		c.SetBodyString(body)
+	}
+	return h, st, release
+}
+
+// shutdown releases what tests hold, closes what they own and every connection, then lets idle-connection
+// cleaners run out.
+func (n *Net) shutdown() {
 	n.mu.Lock()
-	pickers, atEnd := n.pickers, n.atEnd
+	owned, atEnd := n.owned, n.atEnd
 	n.mu.Unlock()
 	for _, f := range atEnd {
 		f()
 	}
-	for _, p := range pickers {
-		_ = p.Close()
+	for _, c := range owned {
+		_ = c.Close()
 	}
 	n.mu.Lock()
 	for c := range n.conns {
@@ -185,4 +213,36 @@ func (n *memNet) shutdown() {
 	n.serving.Wait()
 	// fasthttp's per-client cleaner ends only after sleeping its idle period; in the bubble that is free.
 	time.Sleep(time.Hour)
+}
+
+// Call sends GET path to h (an app's handler) on a RequestCtx of its own, as a server would, and returns a
+// copy of the response.
+func Call(h fasthttp.RequestHandler, path string) *fasthttp.Response {
+	var c fasthttp.RequestCtx
+	c.Request.Header.SetMethod(fasthttp.MethodGet)
+	c.Request.SetRequestURI(path)
+	c.Request.Header.SetHost("gateway")
+	h(&c)
+	resp := &fasthttp.Response{}
+	c.Response.CopyTo(resp)
+	return resp
+}
+
+// Get is Call returning the status and body.
+func Get(h fasthttp.RequestHandler, path string) (int, string) {
+	resp := Call(h, path)
+	return resp.StatusCode(), string(resp.Body())
+}
+
+// Recv waits for ch for at most 10 s.
+func Recv[T any](t *testing.T, ch <-chan T, what string) T {
+	t.Helper()
+	select {
+	case v := <-ch:
+		return v
+	case <-time.After(10 * time.Second):
+		t.Fatalf("timed out waiting for %s", what)
+	}
+	var zero T
+	return zero
 }

@@ -4,23 +4,22 @@ package metricsreg
 import (
 	"errors"
 
-	"github.com/gofiber/fiber/v2/log"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Register registers c on reg and reports whether it did. A failure is logged, never a panic: owner names the
-// instance in the message, and hint says how to avoid a duplicate registration (another instance already
-// exported the same metrics).
-func Register(reg prometheus.Registerer, c prometheus.Collector, owner, hint string) bool {
+// Register registers c on reg and reports whether it did. A failure is logged through warnf, never a panic:
+// owner names the instance in the message, and hint says how to avoid a duplicate registration (another
+// instance already exported the same metrics).
+func Register(reg prometheus.Registerer, c prometheus.Collector, warnf func(format string, v ...any), owner, hint string) bool {
 	err := reg.Register(c)
 	if err == nil {
 		return true
 	}
 	var are prometheus.AlreadyRegisteredError
 	if errors.As(err, &are) {
-		log.Warnf("%s: metrics already registered; %s", owner, hint)
+		warnf("%s: metrics already registered; %s", owner, hint)
 	} else {
-		log.Warnf("%s: metrics not registered: %v", owner, err)
+		warnf("%s: metrics not registered: %v", owner, err)
 	}
 	return false
 }

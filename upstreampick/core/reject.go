@@ -1,0 +1,36 @@
+package core
+
+import (
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Header names, already canonical: no normalization per request.
+var (
+	headerRetryAfter = []byte(fasthttp.HeaderRetryAfter)
+	headerRejectedBy = []byte("Fiberguard-Rejected-By")
+)
+
+// retryAfterHeader is the Retry-After value for d: whole seconds, rounded up, at least 1; nil (no header) when
+// d is negative.
+func retryAfterHeader(d time.Duration) []byte {
+	if d < 0 {
+		return nil
+	}
+	secs := max(1, (d+time.Second-1)/time.Second)
+	return strconv.AppendInt(nil, int64(secs), 10)
+}
+
+// Reject prepares the answer to a request no upstream can take, before the adapter calls its OnReject: it
+// sets the Retry-After (unless Config.RetryAfter is negative) and Fiberguard-Rejected-By headers on h, and
+// counts req as rejected unless this Picker counted it already, which it does for every request LBClient,
+// BalancingClient or Proxy finds no upstream for. It does not allocate.
+func (p *Picker) Reject(req *fasthttp.Request, h *fasthttp.ResponseHeader) {
+	p.bal.countRejected(req)
+	if p.retryAfter != nil {
+		h.SetCanonical(headerRetryAfter, p.retryAfter)
+	}
+	h.SetCanonical(headerRejectedBy, p.rejectedBy)
+}

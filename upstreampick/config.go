@@ -93,7 +93,7 @@ type Config struct {
 	// OnReject answers a request the middleware rejects. Before calling it the middleware sets the
 	// Retry-After and Fiberguard-Rejected-By headers (see RetryAfter and Name). Handler rejects a request when
 	// no upstream can take it (every one is unhealthy or draining); LBClient cannot call it and returns
-	// ErrNoUpstream instead.
+	// ErrNoUpstream instead, which the app's ErrorHandler answers with Picker.Reject, and Reject calls it.
 	//
 	// Optional. Default: 503 with the body "upstreampick: no upstream available\n" (see ConfigDefault)
 	OnReject fiber.Handler

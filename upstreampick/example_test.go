@@ -95,7 +95,7 @@ func ExamplePicker_Handler() {
 	// rejected: 1
 }
 
-// Through proxy.Balancer, an ErrorHandler answers ErrNoUpstream as OnReject would.
+// Through proxy.Balancer, the ErrorHandler answers ErrNoUpstream with Reject, as Handler would.
 func ExamplePicker_LBClient() {
 	picker := upstreampick.NewPicker(upstreampick.Config{
 		Servers:        []string{"10.0.1.10:8080"},
@@ -112,8 +112,7 @@ func ExamplePicker_LBClient() {
 
 	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error {
 		if errors.Is(err, upstreampick.ErrNoUpstream) {
-			c.Set(fiber.HeaderRetryAfter, "1")
-			return upstreampick.ConfigDefault.OnReject(c)
+			return picker.Reject(c)
 		}
 		return fiber.DefaultErrorHandler(c, err)
 	}})
@@ -121,9 +120,11 @@ func ExamplePicker_LBClient() {
 
 	resp, _ := app.Test(httptest.NewRequest("GET", "/", nil))
 	body, _ := io.ReadAll(resp.Body)
-	fmt.Println(resp.StatusCode, resp.Header.Get("Retry-After"))
+	fmt.Println(resp.StatusCode, resp.Header.Get("Retry-After"), resp.Header.Get("Fiberguard-Rejected-By"))
 	fmt.Print(string(body))
+	fmt.Println("rejected:", picker.Status().Rejected)
 	// Output:
-	// 503 1
+	// 503 1 upstreampick/api
 	// upstreampick: no upstream available
+	// rejected: 1
 }

@@ -1,11 +1,13 @@
 package upstreampick
 
 import (
+	"errors"
 	"testing"
 	"time"
 
 	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/middleware/proxy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
@@ -75,4 +77,17 @@ func rejectingApp(t *testing.T, n *memnet.Net, cfg Config) fasthttp.RequestHandl
 	app := fiber.New()
 	app.Use(p.Handler())
 	return app.Handler()
+}
+
+// balancerApp returns an app proxying every request through proxy.Balancer with p's client, its ErrorHandler
+// answering ErrNoUpstream with p.Reject as the README shows.
+func balancerApp(p *Picker) *fiber.App {
+	app := fiber.New(fiber.Config{ErrorHandler: func(c *fiber.Ctx, err error) error {
+		if errors.Is(err, ErrNoUpstream) {
+			return p.Reject(c)
+		}
+		return fiber.DefaultErrorHandler(c, err)
+	}})
+	app.Use(proxy.Balancer(proxy.Config{Client: p.LBClient()}))
+	return app
 }

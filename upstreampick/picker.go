@@ -42,7 +42,8 @@ func (p *Picker) BalancingClient() fasthttp.BalancingClient { return p.core.Bala
 func (p *Picker) SetServers(servers []string) error { return p.core.SetServers(servers) }
 
 // Pick chooses an upstream for a request the caller sends itself, and counts it as a pick. It returns the
-// server as configured, or false when no upstream is pickable. It does not allocate.
+// server as configured, or false when no upstream is pickable (answer the request with Reject then). It does
+// not allocate.
 func (p *Picker) Pick() (server string, ok bool) { return p.core.Pick() }
 
 // Status returns a fresh view: every upstream, configured ones in configuration order, then draining ones.

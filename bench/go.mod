@@ -33,6 +33,8 @@ require (
 	github.com/efficientgo/core v1.0.0-rc.3 // indirect
 	github.com/facette/natsort v0.0.0-20181210072756-2cd4dd1e2dcb // indirect
 	github.com/fatih/color v1.18.0 // indirect
+	github.com/fiberguard/fiberguard/loadshed/core v0.0.0 // indirect
+	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-ole/go-ole v1.2.6 // indirect
@@ -81,3 +83,7 @@ require (
 	golang.org/x/text v0.43.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )
+
+replace github.com/fiberguard/fiberguard/loadshed/core => ../loadshed/core
+
+replace github.com/fiberguard/fiberguard/upstreampick/core => ../upstreampick/core

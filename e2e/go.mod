@@ -28,6 +28,8 @@ require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fiberguard/fiberguard/rebalance v0.0.0
+	github.com/fiberguard/fiberguard/rebalance/core v0.0.0 // indirect
+	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
@@ -51,3 +53,7 @@ require (
 )
 
 replace github.com/fiberguard/fiberguard/rebalance => ../rebalance
+
+replace github.com/fiberguard/fiberguard/rebalance/core => ../rebalance/core
+
+replace github.com/fiberguard/fiberguard/upstreampick/core => ../upstreampick/core

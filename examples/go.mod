@@ -16,7 +16,10 @@ require (
 require (
 	github.com/beorn7/perks v1.0.1 // indirect
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
+	github.com/fiberguard/fiberguard/loadshed/core v0.0.0 // indirect
 	github.com/fiberguard/fiberguard/rebalance v0.0.0
+	github.com/fiberguard/fiberguard/rebalance/core v0.0.0 // indirect
+	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0 // indirect
 	github.com/go-ole/go-ole v1.2.6 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
@@ -50,3 +53,9 @@ replace github.com/fiberguard/fiberguard/throttle => ../throttle
 replace github.com/fiberguard/fiberguard/upstreampick => ../upstreampick
 
 replace github.com/fiberguard/fiberguard/rebalance => ../rebalance
+
+replace github.com/fiberguard/fiberguard/loadshed/core => ../loadshed/core
+
+replace github.com/fiberguard/fiberguard/rebalance/core => ../rebalance/core
+
+replace github.com/fiberguard/fiberguard/upstreampick/core => ../upstreampick/core

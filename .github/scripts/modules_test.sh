@@ -123,5 +123,21 @@ mkdir -p "$repo/alpha" "$repo/beta"
 BREAKING CHANGE: Config.X is now Config.Y"
 	[ "$(draft alpha)" = "tag=alpha/v2.0.0" ] || fail "breaking after v1: $(draft alpha)"
 	"$here/release-draft.sh" alpha | grep -q '^- alpha: rename Config.X$' || fail "notes lack the commit"
+	git tag alpha/v2.0.0
+	# A module nested in alpha's directory is released on its own, and its commits are not alpha's.
+	mkdir -p alpha/core
+	printf 'module example.com/alpha/core\n' >alpha/core/go.mod
+	printf 'module example.com/alpha\n' >alpha/go.mod
+	git add -A
+	git commit -qm "alpha/core: first"
+	[ "$(draft alpha)" = "tag=alpha/v2.1.0" ] || fail "alpha's own go.mod is alpha's: $(draft alpha)"
+	git tag alpha/v2.1.0
+	commit alpha/core "alpha/core: new option"
+	[ "$(draft alpha)" = "tag=" ] || fail "a nested module's commit released alpha: $(draft alpha)"
+	[ "$(draft alpha/core)" = "tag=alpha/core/v0.1.0" ] || fail "nested module: $(draft alpha/core)"
+	git tag alpha/core/v0.1.0
+	[ "$(draft alpha)" = "tag=" ] || fail "the nested module's tag counted as alpha's: $(draft alpha)"
+	commit alpha "alpha: fix a leak"
+	[ "$(draft alpha)" = "tag=alpha/v2.1.1" ] || fail "fix beside a nested module: $(draft alpha)"
 )
 echo "release_draft_test: ok"

@@ -24,12 +24,20 @@ else
 fi
 IFS=. read -r major minor patch <<<"$version"
 
-subjects="$(git log --no-merges --format='%s' "$range" -- "$module/")"
+# A module nested in this one's directory (alpha/core in alpha) is released on its own: its commits are not
+# this module's.
+paths=("$module/")
+while IFS= read -r gomod; do
+	nested="${gomod%/go.mod}"
+	[ "$nested" = "$module" ] || paths+=(":(exclude)$nested/")
+done < <(git ls-files -- "$module/**/go.mod" "$module/go.mod")
+
+subjects="$(git log --no-merges --format='%s' "$range" -- "${paths[@]}")"
 if [ -z "$subjects" ]; then
 	echo "tag="
 	exit 0
 fi
-bodies="$(git log --no-merges --format='%s%n%b' "$range" -- "$module/")"
+bodies="$(git log --no-merges --format='%s%n%b' "$range" -- "${paths[@]}")"
 
 bump=patch
 if grep -qE 'BREAKING CHANGE|^[^ ]*!:' <<<"$bodies"; then

@@ -7,44 +7,6 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// BenchmarkWindowAcquireRelease is the admission cost: one TryAcquire and one Release.
-func BenchmarkWindowAcquireRelease(b *testing.B) {
-	w := NewWindow(MaxWindow, MaxWindow)
-	b.ReportAllocs()
-	for b.Loop() {
-		if w.TryAcquire() {
-			w.Release()
-		}
-	}
-}
-
-// BenchmarkWindowAcquireReleaseParallel is the admission cost with every CPU admitting into one window.
-func BenchmarkWindowAcquireReleaseParallel(b *testing.B) {
-	w := NewWindow(MaxWindow, MaxWindow)
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if w.TryAcquire() {
-				w.Release()
-			}
-		}
-	})
-}
-
-// BenchmarkWindowRejectParallel is the cost of turning a request away from a full window.
-func BenchmarkWindowRejectParallel(b *testing.B) {
-	w := NewWindow(1, 1)
-	w.TryAcquire()
-	b.ReportAllocs()
-	b.RunParallel(func(pb *testing.PB) {
-		for pb.Next() {
-			if w.TryAcquire() {
-				b.Error("admitted into a full window")
-			}
-		}
-	})
-}
-
 func benchApp(b *testing.B, mw fiber.Handler) fasthttp.RequestHandler {
 	app := fiber.New()
 	if mw != nil {
@@ -92,7 +54,7 @@ func BenchmarkHandlerAdmitted(b *testing.B) {
 func BenchmarkHandlerRejected(b *testing.B) {
 	th := NewThrottler(Config{WindowMin: 1, WindowMax: 1, DisableMetrics: true})
 	defer th.Close()
-	th.window.TryAcquire()
+	th.engine.TryAcquire() // fills the window of 1
 	runHandler(b, benchApp(b, th.Handler()), fiber.StatusServiceUnavailable)
 }
 

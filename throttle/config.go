@@ -2,13 +2,10 @@ package throttle
 
 import (
 	"context"
-	"fmt"
 	"net/http"
-	"net/url"
-	"strconv"
-	"strings"
 	"time"
 
+	"github.com/fiberguard/fiberguard/throttle/core"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -132,82 +129,44 @@ var ConfigDefault = Config{
 	Name:       "default",
 }
 
-// configDefault returns the first config with its zero fields filled from ConfigDefault, or ConfigDefault.
+// configDefault returns the first config with its zero fields filled from ConfigDefault, or ConfigDefault. The
+// rules are the core's: the window bounds follow each other, and Timeout stays zero (each trigger then takes
+// ConfigDefault.Timeout, or its own Interval if shorter).
 func configDefault(config ...Config) Config {
 	if len(config) == 0 {
 		return ConfigDefault
 	}
 	cfg := config[0]
-	if cfg.Interval == 0 {
-		cfg.Interval = ConfigDefault.Interval
-	}
-	if cfg.WindowMin == 0 {
-		cfg.WindowMin = ConfigDefault.WindowMin
-		if cfg.WindowMax > 0 && cfg.WindowMax < cfg.WindowMin {
-			cfg.WindowMin = cfg.WindowMax
-		}
-	}
-	if cfg.WindowMax == 0 {
-		cfg.WindowMax = max(ConfigDefault.WindowMax, cfg.WindowMin)
-	}
+	d := cfg.core().WithDefaults(ConfigDefault.core())
+	cfg.Interval, cfg.WindowMin, cfg.WindowMax, cfg.RetryAfter, cfg.Name = d.Interval, d.WindowMin, d.WindowMax, d.RetryAfter, d.Name
 	if cfg.OnReject == nil {
 		cfg.OnReject = ConfigDefault.OnReject
-	}
-	if cfg.RetryAfter == 0 {
-		cfg.RetryAfter = ConfigDefault.RetryAfter
-	}
-	if cfg.Name == "" {
-		cfg.Name = ConfigDefault.Name
 	}
 	return cfg
 }
 
-// validate panics on the first invalid field, naming it: "throttle: Config.<Field> must be ...".
-func (cfg Config) validate() {
-	switch {
-	case cfg.WindowMin < 1:
-		panic(fmt.Sprintf("throttle: Config.WindowMin must be >= 1, got %d", cfg.WindowMin))
-	case cfg.WindowMax < cfg.WindowMin:
-		panic(fmt.Sprintf("throttle: Config.WindowMax must be >= Config.WindowMin (%d), got %d", cfg.WindowMin, cfg.WindowMax))
-	case cfg.WindowMax > MaxWindow:
-		panic(fmt.Sprintf("throttle: Config.WindowMax must be <= %d, got %d", MaxWindow, cfg.WindowMax))
-	case cfg.Interval < 0:
-		panic(fmt.Sprintf("throttle: Config.Interval must be positive, got %v", cfg.Interval))
-	case cfg.Timeout < 0:
-		panic(fmt.Sprintf("throttle: Config.Timeout must be positive, got %v", cfg.Timeout))
-	case cfg.Staleness < 0:
-		panic(fmt.Sprintf("throttle: Config.Staleness must be positive, got %v", cfg.Staleness))
-	case cfg.FailMode != FailOpen && cfg.FailMode != FailClosed:
-		panic(fmt.Sprintf("throttle: Config.FailMode must be FailOpen or FailClosed, got %d", cfg.FailMode))
-	case strings.ContainsFunc(cfg.Name, isControl):
-		panic(fmt.Sprintf("throttle: Config.Name must not contain control characters (it is sent in a header), got %q", cfg.Name))
-	}
-	if cfg.PrometheusURL != "" {
-		u, err := url.Parse(cfg.PrometheusURL)
-		if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
-			panic(fmt.Sprintf("throttle: Config.PrometheusURL must be an http(s) URL such as http://127.0.0.1:9090, got %q", cfg.PrometheusURL))
-		}
-	}
-	for i, q := range cfg.Queries {
-		if strings.TrimSpace(q) == "" {
-			panic(fmt.Sprintf("throttle: Config.Queries[%d] must not be empty", i))
-		}
-	}
-	for i, s := range cfg.Triggers {
-		if p := s.problem("Config.Triggers["+strconv.Itoa(i)+"]", cfg.PrometheusURL != ""); p != "" {
-			panic("throttle: " + p)
-		}
-	}
-	if cfg.PrometheusURL == "" && len(cfg.Queries) > 0 {
-		panic("throttle: Config.PrometheusURL must be set when Config.Queries are given")
-	}
-	seen := map[string]bool{}
-	for i, s := range triggersOf(cfg) {
-		if seen[s.Name] { // Queries' names are distinct, so the second use is one of Triggers
-			panic(fmt.Sprintf("throttle: Config.Triggers[%d].Name must be unique, %q is used twice", i-len(cfg.Queries), s.Name))
-		}
-		seen[s.Name] = true
+// validate panics on the first invalid field, naming it: "throttle: Config.<Field> must be ...". Every field it
+// checks is the core's.
+func (cfg Config) validate() { cfg.core().Validate() }
+
+// core is the part of the config the engine takes: every field without a Fiber type.
+func (cfg Config) core() core.Config {
+	return core.Config{
+		PrometheusURL:  cfg.PrometheusURL,
+		Queries:        cfg.Queries,
+		Triggers:       cfg.Triggers,
+		Interval:       cfg.Interval,
+		Timeout:        cfg.Timeout,
+		Staleness:      cfg.Staleness,
+		FailMode:       cfg.FailMode,
+		WindowMin:      cfg.WindowMin,
+		WindowMax:      cfg.WindowMax,
+		RetryAfter:     cfg.RetryAfter,
+		RoundTripper:   cfg.RoundTripper,
+		Name:           cfg.Name,
+		Registerer:     cfg.Registerer,
+		DisableMetrics: cfg.DisableMetrics,
+		Context:        cfg.Context,
+		Logger:         fiberLog{},
 	}
 }
-
-func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

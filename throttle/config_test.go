@@ -2,37 +2,29 @@ package throttle
 
 import (
 	"context"
+	"fmt"
+	"net/http"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/fiberguard/fiberguard/throttle/core"
+	"github.com/prometheus/client_golang/prometheus"
 )
 
+// TestNewPanicsOnBadConfig: New validates the config it is given, with the core's messages (the core's tests
+// hold the full table).
 func TestNewPanicsOnBadConfig(t *testing.T) {
-	fn := func(context.Context) (bool, error) { return false, nil }
 	tests := []struct {
 		name string
 		cfg  Config
 		want string
 	}{
-		{"min < 1", Config{WindowMin: -1}, "Config.WindowMin"},
 		{"min > max", Config{WindowMin: 20, WindowMax: 10}, "Config.WindowMax must be >= Config.WindowMin"},
-		{"max too large", Config{WindowMax: MaxWindow + 1}, "Config.WindowMax must be <="},
-		{"empty query", Config{PrometheusURL: "http://127.0.0.1:9090", Queries: []string{"up", " "}}, "Config.Queries[1]"},
-		{"unparsable URL", Config{PrometheusURL: "http://[::1", Queries: []string{"up"}}, "Config.PrometheusURL"},
-		{"URL without scheme", Config{PrometheusURL: "127.0.0.1:9090", Queries: []string{"up"}}, "Config.PrometheusURL"},
 		{"queries without URL", Config{Queries: []string{"up"}}, "Config.PrometheusURL must be set"},
-		{"trigger query without URL", Config{Triggers: []Trigger{{Query: "up"}}}, "Config.PrometheusURL must be set when Config.Triggers[0].Query"},
-		{"trigger with neither", Config{Triggers: []Trigger{{Func: fn}, {Name: "x"}}}, "Config.Triggers[1].Query"},
-		{"trigger with both", Config{PrometheusURL: "http://p:9090", Triggers: []Trigger{{Query: "up", Func: fn}}}, "Config.Triggers[0] must set only one"},
-		{"duplicate names", Config{Triggers: []Trigger{{Name: "q", Func: fn}, {Name: "q", Func: fn}}}, "Config.Triggers[1].Name must be unique, \"q\" is used twice"},
-		{"a name used by default", Config{Triggers: []Trigger{{Func: fn}, {Name: "trigger_0", Func: fn}}}, "Config.Triggers[1].Name must be unique"},
-		{"a query's name", Config{PrometheusURL: "http://p:9090", Queries: []string{"up"}, Triggers: []Trigger{{Name: "query_0", Func: fn}}}, "Config.Triggers[0].Name must be unique"},
-		{"negative interval", Config{Interval: -time.Second}, "Config.Interval"},
+		{"trigger with neither", Config{Triggers: []Trigger{{Name: "x"}}}, "Config.Triggers[0].Query"},
 		{"negative timeout", Config{Timeout: -time.Second}, "Config.Timeout"},
-		{"negative staleness", Config{Staleness: -time.Second}, "Config.Staleness"},
-		{"trigger interval", Config{Triggers: []Trigger{{Func: fn, Interval: -1}}}, "Config.Triggers[0].Interval"},
-		{"trigger timeout", Config{Triggers: []Trigger{{Func: fn, Timeout: -1}}}, "Config.Triggers[0].Timeout"},
-		{"fail mode", Config{FailMode: 7}, "Config.FailMode"},
 		{"name breaking the header", Config{Name: "api\r\nSet-Cookie: x"}, "Config.Name must not contain control characters"},
 	}
 	for _, tt := range tests {
@@ -51,6 +43,9 @@ func TestNewPanicsOnBadConfig(t *testing.T) {
 	}
 }
 
+// The rules of the defaults and of validation are the core's (table-tested there); these tests check that the
+// adapter applies them and hands the core every field.
+
 func TestConfigDefaults(t *testing.T) {
 	for _, cfg := range []Config{configDefault(), configDefault(Config{})} {
 		if cfg.WindowMin != 10 || cfg.WindowMax != 1000 || cfg.Interval != 15*time.Second || cfg.RetryAfter != time.Second ||
@@ -64,21 +59,55 @@ func TestConfigDefaults(t *testing.T) {
 	if c := configDefault(Config{WindowMin: 5000}); c.WindowMax != 5000 {
 		t.Errorf("WindowMin 5000 alone: WindowMax %d, want 5000", c.WindowMax)
 	}
-	sigs := triggersOf(configDefault(Config{
-		PrometheusURL: "http://p:9090",
-		Queries:       []string{"a > 1"},
-		Triggers:      []Trigger{{Query: "b > 1", Interval: 2 * time.Second}, {Name: "queue", Func: func(context.Context) (bool, error) { return false, nil }}},
-	}))
-	want := []struct {
-		name              string
-		interval, timeout time.Duration
-	}{{"query_0", 15 * time.Second, 5 * time.Second}, {"trigger_0", 2 * time.Second, 2 * time.Second}, {"queue", 15 * time.Second, 5 * time.Second}}
-	for i, w := range want {
-		if sigs[i].Name != w.name || sigs[i].Interval != w.interval || sigs[i].Timeout != w.timeout {
-			t.Errorf("trigger %d: %s every %v, timeout %v; want %s, %v, %v", i, sigs[i].Name, sigs[i].Interval, sigs[i].Timeout, w.name, w.interval, w.timeout)
+}
+
+func TestConfigGivesTheCoreEveryField(t *testing.T) {
+	var cfg Config
+	cv := reflect.ValueOf(&cfg).Elem()
+	ct := reflect.TypeFor[core.Config]()
+	for i := range ct.NumField() {
+		f := ct.Field(i)
+		if !f.IsExported() || f.Name == "Logger" { // Logger is the adapter's own: Fiber's log
+			continue
+		}
+		v := cv.FieldByName(f.Name)
+		if !v.IsValid() || v.Type() != f.Type {
+			t.Fatalf("Config has no field %s of type %v", f.Name, f.Type)
+		}
+		switch f.Type {
+		case reflect.TypeFor[int](), reflect.TypeFor[time.Duration]():
+			v.SetInt(int64(i + 1))
+		case reflect.TypeFor[FailMode]():
+			v.Set(reflect.ValueOf(FailClosed))
+		case reflect.TypeFor[bool]():
+			v.SetBool(true)
+		case reflect.TypeFor[string]():
+			v.SetString(fmt.Sprint("field", i))
+		case reflect.TypeFor[[]string]():
+			v.Set(reflect.ValueOf([]string{fmt.Sprint("query", i)}))
+		case reflect.TypeFor[[]Trigger]():
+			v.Set(reflect.ValueOf([]Trigger{{Name: fmt.Sprint("trigger", i), Query: "up"}}))
+		case reflect.TypeFor[http.RoundTripper]():
+			v.Set(reflect.ValueOf(http.RoundTripper(&http.Transport{})))
+		case reflect.TypeFor[prometheus.Registerer]():
+			v.Set(reflect.ValueOf(prometheus.NewRegistry()))
+		case reflect.TypeFor[context.Context]():
+			v.Set(reflect.ValueOf(context.Background()))
+		default:
+			t.Fatalf("no test value for core.Config.%s of type %v", f.Name, f.Type)
 		}
 	}
-	if got := staleness(Config{}, sigs[1]); got != 8*time.Second {
-		t.Errorf("default staleness for a 2s trigger: %v, want 8s", got)
+	got := reflect.ValueOf(cfg.core())
+	for i := range ct.NumField() {
+		f := ct.Field(i)
+		switch {
+		case !f.IsExported():
+		case f.Name == "Logger":
+			if got.Field(i).IsNil() {
+				t.Error("core.Config.Logger not set")
+			}
+		case !reflect.DeepEqual(got.Field(i).Interface(), cv.FieldByName(f.Name).Interface()):
+			t.Errorf("core.Config.%s = %v, want Config.%s = %v", f.Name, got.Field(i).Interface(), f.Name, cv.FieldByName(f.Name).Interface())
+		}
 	}
 }

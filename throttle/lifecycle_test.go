@@ -5,37 +5,13 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"testing/synctest"
 	"time"
 
+	"github.com/fiberguard/fiberguard/throttle/core/coretest"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
-
-func TestCloseStopsTriggersAndIsIdempotent(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		var calls atomic.Int32
-		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{Interval: time.Second,
-			Func: func(ctx context.Context) (bool, error) {
-				calls.Add(1)
-				<-ctx.Done() // Close must cancel an evaluation in progress
-				return false, ctx.Err()
-			}}}})
-		synctest.Wait()
-		th.Close()
-		th.Close()
-		n := calls.Load()
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		if calls.Load() != n {
-			t.Fatal("trigger evaluated after Close")
-		}
-		if s := th.Status().Triggers[0]; s.Evaluations != 0 {
-			t.Fatalf("an evaluation cut short by Close was recorded: %+v", s)
-		}
-	})
-}
 
 func TestNewStopsWithContext(t *testing.T) {
 	ctx, cancel := context.WithCancel(context.Background())
@@ -53,64 +29,6 @@ func TestNewStopsWithContext(t *testing.T) {
 	<-calls
 	cancel()
 	// goleak in TestMain fails the package if the trigger goroutine outlives the cancelled context.
-}
-
-// TestContextDoneCloses: when Config.Context is done the Throttler closes itself, as Close does: no trigger is
-// evaluated any more, its goroutines are gone and its metrics are unregistered. A later Close is a no-op.
-func TestContextDoneCloses(t *testing.T) {
-	before := goleak.IgnoreCurrent()
-	synctest.Test(t, func(t *testing.T) {
-		reg := prometheus.NewRegistry()
-		ctx, cancel := context.WithCancel(context.Background())
-		var calls atomic.Int32
-		th := NewThrottler(Config{Context: ctx, Registerer: reg, Triggers: []Trigger{{Interval: time.Second,
-			Func: func(context.Context) (bool, error) { calls.Add(1); return false, nil }}}})
-		time.Sleep(2 * time.Second)
-		synctest.Wait()
-		if n := calls.Load(); n != 3 {
-			t.Fatalf("%d evaluations in 2 s at a 1 s interval, want 3", n)
-		}
-		if len(gather(t, reg)) == 0 {
-			t.Fatal("no metrics registered")
-		}
-
-		cancel()
-		synctest.Wait() // the close started by the context has run to its end
-		if got := gather(t, reg); len(got) != 0 {
-			t.Fatalf("metrics still registered once Config.Context is done: %v", got)
-		}
-		time.Sleep(time.Minute)
-		synctest.Wait()
-		if n := calls.Load(); n != 3 {
-			t.Fatalf("%d evaluations, want 3: the trigger was evaluated after Config.Context was done", n)
-		}
-		if err := th.Close(); err != nil {
-			t.Fatalf("Close after the context closed the throttler: %v", err)
-		}
-	}) // returns once every goroutine started inside has exited
-	goleak.VerifyNone(t, before)
-}
-
-// ownDone is a context with a Done channel of its own, as a framework's context may have: watching it takes a
-// goroutine (the context package cannot hook into its cancellation).
-type ownDone struct {
-	context.Context
-	done chan struct{}
-}
-
-func (c ownDone) Done() <-chan struct{} { return c.done }
-
-// TestCloseWithContextStopsWatching: Close before Config.Context is done leaves nothing behind waiting for it.
-func TestCloseWithContextStopsWatching(t *testing.T) {
-	synctest.Test(t, func(t *testing.T) {
-		ctx := ownDone{context.Background(), make(chan struct{})} // never done
-		th := NewThrottler(Config{Context: ctx, DisableMetrics: true, Triggers: []Trigger{{Interval: time.Second,
-			Func: func(context.Context) (bool, error) { return false, nil }}}})
-		synctest.Wait()
-		if err := th.Close(); err != nil {
-			t.Fatal(err)
-		}
-	}) // fails (deadlock) if a goroutine still waits for the context
 }
 
 // TestCloseConcurrentWithRequests calls Close from several goroutines while requests flow: every request is
@@ -141,7 +59,7 @@ func TestCloseConcurrentWithRequests(t *testing.T) {
 			}
 		})
 	}
-	waitFor(t, func() bool { return answered.Load() >= 100 })
+	coretest.WaitFor(t, func() bool { return answered.Load() >= 100 })
 	var closers sync.WaitGroup
 	errs := make(chan error, 4)
 	for range 4 {
@@ -154,11 +72,11 @@ func TestCloseConcurrentWithRequests(t *testing.T) {
 			t.Fatalf("Close returned %v", err)
 		}
 	}
-	if n := len(gather(t, reg)); n != 0 {
+	if n := len(coretest.Gather(t, reg)); n != 0 {
 		t.Fatalf("%d series left once Close returned", n)
 	}
 	closed := answered.Load()
-	waitFor(t, func() bool { return answered.Load() >= closed+100 })
+	coretest.WaitFor(t, func() bool { return answered.Load() >= closed+100 })
 	close(stop)
 	workers.Wait()
 

@@ -3,12 +3,13 @@
 // that fires or not. While no trigger fires the window grows by one per window's worth of completed requests;
 // each evaluation of a firing trigger halves it. Requests beyond the window are rejected (503 with Retry-After
 // by default).
+//
+// This is the Fiber v2 adapter: the window, the triggers and their goroutines, the metrics and Status live in
+// github.com/fiberguard/fiberguard/throttle/core, whose public names this package re-exports.
 package throttle
 
 import (
-	"strconv"
-	"time"
-
+	"github.com/fiberguard/fiberguard/throttle/core"
 	"github.com/gofiber/fiber/v2"
 )
 
@@ -28,23 +29,22 @@ func (t *Throttler) handle(c *fiber.Ctx) error {
 	if t.next != nil && t.next(c) {
 		return c.Next()
 	}
-	if !t.window.TryAcquire() {
-		t.rejected.Add(1)
+	release, ok := t.engine.TryAcquire()
+	if !ok {
 		return t.reject(c)
 	}
 	// Deferred so that the slot comes back when a later handler panics, as well as on success and error.
-	defer t.window.Release()
-	t.admitted.Add(1)
+	defer release()
 	return c.Next()
 }
 
 // Header names, already canonical: set with SetCanonical, they are not normalised per request.
 var (
-	retryAfterKey = []byte(fiber.HeaderRetryAfter)
-	rejectedByKey = []byte("Fiberguard-Rejected-By")
+	retryAfterKey = []byte(core.HeaderRetryAfter)
+	rejectedByKey = []byte(core.HeaderRejectedBy)
 )
 
-// reject sets the rejection headers, whose values New formatted once, and hands the request to OnReject.
+// reject sets the rejection headers, whose values the engine formatted once, and hands the request to OnReject.
 func (t *Throttler) reject(c *fiber.Ctx) error {
 	h := &c.Response().Header
 	if t.retryAfter != nil {
@@ -52,17 +52,4 @@ func (t *Throttler) reject(c *fiber.Ctx) error {
 	}
 	h.SetCanonical(rejectedByKey, t.rejectedBy)
 	return t.onReject(c)
-}
-
-// retryAfterValue is the Retry-After value for d: whole seconds rounded up, at least 1; nil (no header) when d is
-// negative.
-func retryAfterValue(d time.Duration) []byte {
-	if d < 0 {
-		return nil
-	}
-	secs := int64(d / time.Second)
-	if d%time.Second != 0 || secs == 0 {
-		secs++ // no overflow: d/time.Second is far below the largest int64
-	}
-	return strconv.AppendInt(nil, secs, 10)
 }

@@ -45,18 +45,6 @@ func occupied(th *Throttler) (h fasthttp.RequestHandler, release func()) {
 	return h, func() { close(unblock); <-done }
 }
 
-// waitFor polls cond for up to 10 s: for state set by goroutines running on the real clock.
-func waitFor(t *testing.T, cond func() bool) {
-	t.Helper()
-	deadline := time.Now().Add(10 * time.Second)
-	for !cond() {
-		if time.Now().After(deadline) {
-			t.Fatal("condition not reached within 10s")
-		}
-		time.Sleep(5 * time.Millisecond)
-	}
-}
-
 func TestAdmissionRejectsBeyondTheWindow(t *testing.T) {
 	th := NewThrottler(Config{WindowMin: 2, WindowMax: 2, DisableMetrics: true})
 	defer th.Close()

@@ -1,11 +1,10 @@
-package throttle
+package core
 
 import (
 	"context"
 	"fmt"
 	"time"
 
-	"github.com/gofiber/fiber/v2/log"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -16,7 +15,8 @@ type runner struct {
 	eval     evaluator
 	tracker  Tracker
 	duration prometheus.Observer // nil without metrics
-	// report receives every evaluation that ran to its end: the Throttler applies it to the window.
+	log      Logger
+	// report receives every evaluation that ran to its end: the Engine applies it to the window.
 	report func(now time.Time, state TriggerState, err error)
 
 	lastErr     string // the last transient error logged, so that a repeated one is logged once
@@ -70,16 +70,16 @@ func (r *runner) logChange(state TriggerState, err error) {
 		if r.trigger.Func == nil {
 			what = fmt.Sprintf("query %q is invalid", r.trigger.Query)
 		}
-		log.Errorf("throttle: trigger %q: %s, so the trigger never fires until it is fixed: %v", r.trigger.Name, what, err)
+		r.log.Errorf("throttle: trigger %q: %s, so the trigger never fires until it is fixed: %v", r.trigger.Name, what, err)
 		r.lastInvalid = err.Error()
 	case state.Verdict == VerdictInvalid:
 	case err != nil && err.Error() != r.lastErr:
-		log.Warnf("throttle: trigger %q: %v (%s)", r.trigger.Name, err, describe(state))
+		r.log.Warnf("throttle: trigger %q: %v (%s)", r.trigger.Name, err, describe(state))
 		r.lastErr = err.Error()
 	case err != nil && state.Stale && !r.wasStale: // the same error, but the fail mode now decides
-		log.Warnf("throttle: trigger %q: no successful evaluation for %v, %s applies: firing=%t", r.trigger.Name, r.tracker.Staleness, r.tracker.FailMode, state.Firing)
+		r.log.Warnf("throttle: trigger %q: no successful evaluation for %v, %s applies: firing=%t", r.trigger.Name, r.tracker.Staleness, r.tracker.FailMode, state.Firing)
 	case err == nil && (r.lastErr != "" || r.lastInvalid != ""):
-		log.Infof("throttle: trigger %q evaluates again", r.trigger.Name)
+		r.log.Infof("throttle: trigger %q evaluates again", r.trigger.Name)
 		r.lastErr, r.lastInvalid = "", ""
 	}
 	r.wasStale = state.Stale

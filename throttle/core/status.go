@@ -1,8 +1,8 @@
-package throttle
+package core
 
 import "time"
 
-// Status is a point-in-time view of a Throttler, for status pages.
+// Status is a point-in-time view of a throttle, for status pages.
 type Status struct {
 	// Name is Config.Name.
 	Name string `json:"name"`
@@ -101,32 +101,32 @@ func (r *triggerRecord) status() TriggerStatus {
 
 // Status returns the window, counters and every trigger's state. GrowthHeld and the triggers' states are read
 // together: GrowthHeld is true exactly when a trigger in Triggers is firing.
-func (t *Throttler) Status() Status { return t.view(nil) }
+func (e *Engine) Status() Status { return e.view(nil) }
 
 // view is Status that also copies, when byVerdict is not nil (one entry per trigger), every trigger's
 // evaluations by verdict, read under the same lock.
-func (t *Throttler) view(byVerdict [][numVerdicts]uint64) Status {
+func (e *Engine) view(byVerdict [][numVerdicts]uint64) Status {
 	s := Status{
-		Name:      t.name,
-		Window:    t.window.Size(),
-		InFlight:  t.window.InFlight(),
-		WindowMin: t.window.Min(),
-		WindowMax: t.window.Max(),
-		Admitted:  t.admitted.Load(),
-		Rejected:  t.rejected.Load(),
-		Triggers:  make([]TriggerStatus, len(t.records)),
+		Name:      e.name,
+		Window:    e.window.Size(),
+		InFlight:  e.window.InFlight(),
+		WindowMin: e.window.Min(),
+		WindowMax: e.window.Max(),
+		Admitted:  e.admitted.Load(),
+		Rejected:  e.rejected.Load(),
+		Triggers:  make([]TriggerStatus, len(e.records)),
 	}
-	t.mu.Lock()
-	defer t.mu.Unlock()
-	s.GrowthHeld = t.window.Held()
-	if !t.updatedAt.IsZero() {
-		at := t.updatedAt // a copy, as for LastSuccess
+	e.mu.Lock()
+	defer e.mu.Unlock()
+	s.GrowthHeld = e.window.Held()
+	if !e.updatedAt.IsZero() {
+		at := e.updatedAt // a copy, as for LastSuccess
 		s.UpdatedAt = &at
 	}
-	for i := range t.records {
-		s.Triggers[i] = t.records[i].status()
+	for i := range e.records {
+		s.Triggers[i] = e.records[i].status()
 		if byVerdict != nil {
-			byVerdict[i] = t.records[i].byVerdict
+			byVerdict[i] = e.records[i].byVerdict
 		}
 	}
 	return s

@@ -1,13 +1,13 @@
-package throttle
+package core
 
 import (
 	"fmt"
 
-	"github.com/fiberguard/fiberguard/throttle/internal/metricsreg"
+	"github.com/fiberguard/fiberguard/throttle/core/internal/metricsreg"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// metrics exports a Throttler's state. Gauges and counters are read from the Throttler's own atomics at scrape
+// metrics exports an Engine's state. Gauges and counters are read from the Engine's own atomics at scrape
 // time, so the request path pays for no metric of its own; evaluation durations go to a histogram.
 type metrics struct {
 	reg prometheus.Registerer
@@ -27,8 +27,8 @@ type metrics struct {
 }
 
 // registerMetrics registers the metrics of the throttler named name with these triggers on reg
-// (prometheus.DefaultRegisterer when nil). It returns nil when they could not be registered (logged).
-func registerMetrics(reg prometheus.Registerer, name string, triggers []Trigger, read func([][numVerdicts]uint64) Status) *metrics {
+// (prometheus.DefaultRegisterer when nil). It returns nil when they could not be registered (logged with warnf).
+func registerMetrics(reg prometheus.Registerer, name string, triggers []Trigger, read func([][numVerdicts]uint64) Status, warnf func(format string, v ...any)) *metrics {
 	if reg == nil {
 		reg = prometheus.DefaultRegisterer
 	}
@@ -62,7 +62,7 @@ func registerMetrics(reg prometheus.Registerer, name string, triggers []Trigger,
 			Buckets:     []float64{.001, .0025, .005, .01, .025, .05, .1, .25, .5, 1, 2.5, 5, 10},
 		}, []string{"trigger"}),
 	}
-	if !metricsreg.Register(reg, m, fmt.Sprintf("throttle %q", name), "set Config.Name to tell instances apart") {
+	if !metricsreg.Register(reg, m, fmt.Sprintf("throttle %q", name), "set Config.Name to tell instances apart", warnf) {
 		return nil
 	}
 	return m

@@ -1,4 +1,4 @@
-package throttle
+package core
 
 import (
 	"context"
@@ -12,9 +12,9 @@ import (
 )
 
 func TestStatusJSON(t *testing.T) {
-	th := NewThrottler(Config{Name: "api", WindowMin: 2, WindowMax: 4, DisableMetrics: true})
-	defer th.Close()
-	b, err := json.Marshal(th.Status())
+	e := newEngine(Config{Name: "api", WindowMin: 2, WindowMax: 4, DisableMetrics: true})
+	defer e.Close()
+	b, err := json.Marshal(e.Status())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -30,13 +30,13 @@ func TestStatusJSON(t *testing.T) {
 func TestStatusJSONTriggerShape(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{Name: "queue", Func: func(context.Context) (bool, error) {
+		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{Name: "queue", Func: func(context.Context) (bool, error) {
 			<-release
 			return false, nil
 		}}}})
-		defer th.Close()
+		defer e.Close()
 		defer close(release)
-		b, err := json.Marshal(th.Status().Triggers[0])
+		b, err := json.Marshal(e.Status().Triggers[0])
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -53,7 +53,7 @@ func TestStatusJSONTriggerShape(t *testing.T) {
 func TestStatusJSONUpdatedAt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
-		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{
+		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{
 			{Name: "gated", Interval: 10 * time.Second, Timeout: time.Minute, Func: func(ctx context.Context) (bool, error) {
 				select {
 				case <-gate:
@@ -67,10 +67,10 @@ func TestStatusJSONUpdatedAt(t *testing.T) {
 				return false, ctx.Err()
 			}},
 		}})
-		defer th.Close()
+		defer e.Close()
 		updatedAt := func() any {
 			t.Helper()
-			b, err := json.Marshal(th.Status())
+			b, err := json.Marshal(e.Status())
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -100,24 +100,24 @@ func TestStatusJSONUpdatedAt(t *testing.T) {
 		if v, want := updatedAt(), time.Now().Format(time.RFC3339Nano); v != want {
 			t.Fatalf("updated_at after the other trigger's evaluation at %s: %v", want, v)
 		}
-		if s := th.Status(); s.Triggers[0].Evaluations != 1 || s.Triggers[1].Evaluations != 1 {
+		if s := e.Status(); s.Triggers[0].Evaluations != 1 || s.Triggers[1].Evaluations != 1 {
 			t.Fatalf("evaluations %d and %d, want one each", s.Triggers[0].Evaluations, s.Triggers[1].Evaluations)
 		}
 	})
 }
 
-// TestStatusIsACopy: a Status shares no memory with the Throttler or with another Status.
+// TestStatusIsACopy: a Status shares no memory with the Engine or with another Status.
 func TestStatusIsACopy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{Name: "q", Interval: time.Second,
+		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{Name: "q", Interval: time.Second,
 			Func: func(context.Context) (bool, error) { return false, nil }}}})
-		defer th.Close()
+		defer e.Close()
 		synctest.Wait()
-		a := th.Status()
+		a := e.Status()
 		at, success := *a.UpdatedAt, *a.Triggers[0].LastSuccess
 		*a.UpdatedAt, *a.Triggers[0].LastSuccess = time.Time{}, time.Time{}
 		a.Triggers[0].Name = "changed"
-		b := th.Status()
+		b := e.Status()
 		if !b.UpdatedAt.Equal(at) || !b.Triggers[0].LastSuccess.Equal(success) || b.Triggers[0].Name != "q" {
 			t.Fatalf("changing one Status changed the next: %+v", b)
 		}
@@ -129,17 +129,17 @@ func TestStatusIsACopy(t *testing.T) {
 func TestStatusJSONLastSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ok atomic.Bool
-		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{Name: "s", Interval: 10 * time.Second,
+		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{Name: "s", Interval: 10 * time.Second,
 			Func: func(context.Context) (bool, error) {
 				if !ok.Load() {
 					return false, errors.New("not ready")
 				}
 				return false, nil
 			}}}})
-		defer th.Close()
+		defer e.Close()
 		triggerJSON := func() map[string]any {
 			t.Helper()
-			b, err := json.Marshal(th.Status())
+			b, err := json.Marshal(e.Status())
 			if err != nil {
 				t.Fatal(err)
 			}

@@ -1,4 +1,4 @@
-package throttle
+package core
 
 import (
 	"context"
@@ -11,6 +11,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/throttle/core/coretest"
 	"github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -118,7 +119,7 @@ func TestQueryEvaluatorOverHTTP(t *testing.T) {
 	}
 }
 
-// TestPrometheusTriggerSteersTheWindow drives a whole Throttler from an HTTP Prometheus API on the real clock:
+// TestPrometheusTriggerSteersTheWindow drives a whole Engine from an HTTP Prometheus API on the real clock:
 // firing halves the window, an empty vector lets it grow, and a 5xx within staleness keeps the last value.
 func TestPrometheusTriggerSteersTheWindow(t *testing.T) {
 	var status atomic.Int32
@@ -127,35 +128,35 @@ func TestPrometheusTriggerSteersTheWindow(t *testing.T) {
 	body.Store(vectorBody())
 	srv := fakeProm(t, &status, &body)
 
-	th := NewThrottler(Config{DisableMetrics: true, PrometheusURL: srv.URL, Queries: []string{"backend_busy > 0.5"},
+	e := newEngine(Config{DisableMetrics: true, PrometheusURL: srv.URL, Queries: []string{"backend_busy > 0.5"},
 		Interval: 20 * time.Millisecond, Timeout: 5 * time.Second, Staleness: time.Hour, WindowMin: 2, WindowMax: 64})
-	defer th.Close()
-	waitFor(t, func() bool { return th.Status().Triggers[0].Verdict == "no_data" })
-	grow(t, th, 32)
+	defer e.Close()
+	coretest.WaitFor(t, func() bool { return e.Status().Triggers[0].Verdict == "no_data" })
+	grow(t, e, 32)
 
 	body.Store(vectorBody("0.9"))
-	waitFor(t, func() bool { return th.Status().Window < 32 })
-	waitFor(t, func() bool { return th.Status().Window == 2 })
-	if s := th.Status(); !s.GrowthHeld || !s.Triggers[0].Firing {
+	coretest.WaitFor(t, func() bool { return e.Status().Window < 32 })
+	coretest.WaitFor(t, func() bool { return e.Status().Window == 2 })
+	if s := e.Status(); !s.GrowthHeld || !s.Triggers[0].Firing {
 		t.Fatalf("firing query: %+v", s)
 	}
 
-	errorsBefore := th.Status().Triggers[0].Errors
+	errorsBefore := e.Status().Triggers[0].Errors
 	status.Store(503)
 	body.Store(`{"status":"error","errorType":"unavailable","error":"busy"}`)
-	waitFor(t, func() bool { return th.Status().Triggers[0].Errors > errorsBefore })
-	if s := th.Status().Triggers[0]; !s.Firing || !s.Held {
+	coretest.WaitFor(t, func() bool { return e.Status().Triggers[0].Errors > errorsBefore })
+	if s := e.Status().Triggers[0]; !s.Firing || !s.Held {
 		t.Fatalf("5xx within staleness: %+v, want the last value (firing) held", s)
 	}
 
 	status.Store(200)
 	body.Store(vectorBody("0"))
-	waitFor(t, func() bool { return th.Status().Triggers[0].Verdict == "false" && !th.Status().GrowthHeld })
-	saturate(th.window, 2+3)
-	if w := th.Status().Window; w != 4 {
+	coretest.WaitFor(t, func() bool { return e.Status().Triggers[0].Verdict == "false" && !e.Status().GrowthHeld })
+	saturate(e.window, 2+3)
+	if w := e.Status().Window; w != 4 {
 		t.Fatalf("window %d after two rounds with the query false, want 4", w)
 	}
-	drain(th.window)
+	drain(e.window)
 }
 
 // TestInvalidQueryOverHTTP runs an invalid query through a real HTTP Prometheus API: 400 bad_data under
@@ -163,34 +164,34 @@ func TestPrometheusTriggerSteersTheWindow(t *testing.T) {
 // A 422 execution error, which depends on the data the query meets, is an error like any other: under
 // fail-closed with no success yet it fires.
 func TestInvalidQueryOverHTTP(t *testing.T) {
-	logs := captureLog(t)
+	logs := &logBuffer{}
 	var status atomic.Int32
 	var body atomic.Value
 	srv := fakeProm(t, &status, &body)
-	start := func(code int, answer string) (*Throttler, *prometheus.Registry) {
+	start := func(code int, answer string) (*Engine, *prometheus.Registry) {
 		status.Store(int32(code))
 		body.Store(answer)
 		reg := prometheus.NewRegistry()
-		th := NewThrottler(Config{Registerer: reg, Name: "api", PrometheusURL: srv.URL,
+		e := newEngine(Config{Registerer: reg, Name: "api", PrometheusURL: srv.URL, Logger: logs,
 			Triggers: []Trigger{{Name: "q", Query: "backend_busy >"}},
 			Interval: 20 * time.Millisecond, Timeout: 5 * time.Second, Staleness: 40 * time.Millisecond,
 			FailMode: FailClosed, WindowMin: 2, WindowMax: 64})
-		t.Cleanup(func() { th.Close() })
-		waitFor(t, func() bool { return th.Status().Triggers[0].Evaluations >= 5 }) // well past staleness
-		return th, reg
+		t.Cleanup(func() { e.Close() })
+		coretest.WaitFor(t, func() bool { return e.Status().Triggers[0].Evaluations >= 5 }) // well past staleness
+		return e, reg
 	}
 	const (
 		invalid = `fiberguard_throttle_trigger_invalid{name="api",trigger="q"}`
 		firing  = `fiberguard_throttle_trigger_firing{name="api",trigger="q"}`
 	)
 
-	th, reg := start(400, `{"status":"error","errorType":"bad_data","error":"1:15: parse error: unexpected end of input"}`)
-	grow(t, th, 64)
-	s := th.Status()
+	e, reg := start(400, `{"status":"error","errorType":"bad_data","error":"1:15: parse error: unexpected end of input"}`)
+	grow(t, e, 64)
+	s := e.Status()
 	if sig := s.Triggers[0]; !sig.Invalid || sig.Verdict != "invalid" || sig.Firing || s.GrowthHeld || s.Window != 64 {
 		t.Fatalf("400 bad_data under fail-closed: %+v, want invalid, not firing, window 64", s)
 	}
-	got := gather(t, reg)
+	got := coretest.Gather(t, reg)
 	if got[invalid] != 1 || got[firing] != 0 {
 		t.Errorf("%s = %v, %s = %v; want 1 and 0", invalid, got[invalid], firing, got[firing])
 	}
@@ -200,13 +201,13 @@ func TestInvalidQueryOverHTTP(t *testing.T) {
 	if want := `[Error] throttle: trigger "q": query "backend_busy >" is invalid`; strings.Count(logs.String(), want) != 1 {
 		t.Errorf("want one error-level line naming the query (%s), got:\n%s", want, logs)
 	}
-	th.Close()
+	e.Close()
 
-	th, reg = start(422, `{"status":"error","errorType":"execution","error":"many-to-many matching not allowed"}`)
-	if sig := th.Status().Triggers[0]; sig.Invalid || sig.Verdict != "error" || !sig.Stale || !sig.Firing || th.Status().Window != 2 {
-		t.Fatalf("422 execution error under fail-closed: %+v, window %d; want stale, firing, window 2", sig, th.Status().Window)
+	e, reg = start(422, `{"status":"error","errorType":"execution","error":"many-to-many matching not allowed"}`)
+	if sig := e.Status().Triggers[0]; sig.Invalid || sig.Verdict != "error" || !sig.Stale || !sig.Firing || e.Status().Window != 2 {
+		t.Fatalf("422 execution error under fail-closed: %+v, window %d; want stale, firing, window 2", sig, e.Status().Window)
 	}
-	if got := gather(t, reg); got[invalid] != 0 || got[firing] != 1 {
+	if got := coretest.Gather(t, reg); got[invalid] != 0 || got[firing] != 1 {
 		t.Errorf("%s = %v, %s = %v after 422s; want 0 and 1", invalid, got[invalid], firing, got[firing])
 	}
 }

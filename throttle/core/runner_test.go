@@ -1,9 +1,8 @@
-package throttle
+package core
 
 import (
 	"context"
 	"fmt"
-	"os"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -11,16 +10,15 @@ import (
 	"testing/synctest"
 	"time"
 
-	"github.com/gofiber/fiber/v2/log"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
 func TestTriggerEvaluatedAtStartThenEveryInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int32
-		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{Interval: 10 * time.Second,
+		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{Interval: 10 * time.Second,
 			Func: func(context.Context) (bool, error) { calls.Add(1); return false, nil }}}})
-		defer th.Close()
+		defer e.Close()
 
 		synctest.Wait()
 		if n := calls.Load(); n != 1 {
@@ -42,7 +40,7 @@ func TestTriggerEvaluatedAtStartThenEveryInterval(t *testing.T) {
 func TestTriggerNeverTwoInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var inFlight, peak, calls atomic.Int32
-		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{
+		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{
 			Interval: 10 * time.Second, Timeout: time.Minute,
 			Func: func(ctx context.Context) (bool, error) {
 				calls.Add(1)
@@ -56,7 +54,7 @@ func TestTriggerNeverTwoInFlight(t *testing.T) {
 		}}})
 		time.Sleep(100 * time.Second)
 		synctest.Wait()
-		th.Close()
+		e.Close()
 		if p := peak.Load(); p != 1 {
 			t.Fatalf("peak concurrent evaluations %d, want 1", p)
 		}
@@ -70,7 +68,7 @@ func TestTriggerNeverTwoInFlight(t *testing.T) {
 func TestTriggerTimeoutComesFromTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var budget atomic.Int64
-		th := NewThrottler(Config{DisableMetrics: true, Triggers: []Trigger{{
+		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{
 			Name: "slow", Interval: 10 * time.Second, Timeout: 3 * time.Second,
 			Func: func(ctx context.Context) (bool, error) {
 				d, _ := ctx.Deadline()
@@ -79,13 +77,13 @@ func TestTriggerTimeoutComesFromTheContext(t *testing.T) {
 				return true, ctx.Err()
 			},
 		}}})
-		defer th.Close()
+		defer e.Close()
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		if got := time.Duration(budget.Load()); got != 3*time.Second {
 			t.Fatalf("evaluation deadline %v away, want the 3s Timeout", got)
 		}
-		s := th.Status().Triggers[0]
+		s := e.Status().Triggers[0]
 		if s.Evaluations != 1 || s.Errors != 1 || s.Verdict != "error" || s.Firing || !s.Stale {
 			t.Fatalf("timed-out first evaluation: %+v, want one error, stale, fail-open (not firing)", s)
 		}
@@ -97,11 +95,11 @@ func TestTriggerTimeoutComesFromTheContext(t *testing.T) {
 
 func TestTriggerFuncPanicIsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		th := NewThrottler(Config{DisableMetrics: true, FailMode: FailClosed, Triggers: []Trigger{{Interval: time.Second,
+		e := newEngine(Config{DisableMetrics: true, FailMode: FailClosed, Triggers: []Trigger{{Interval: time.Second,
 			Func: func(context.Context) (bool, error) { panic("bug in the trigger") }}}})
-		defer th.Close()
+		defer e.Close()
 		synctest.Wait()
-		s := th.Status().Triggers[0]
+		s := e.Status().Triggers[0]
 		if s.Errors != 1 || !s.Firing || !s.Stale {
 			t.Fatalf("panicking trigger under fail-closed: %+v, want one error, stale and firing", s)
 		}
@@ -113,13 +111,13 @@ func TestTriggerFuncPanicIsAnError(t *testing.T) {
 // pass (Prometheus unavailable) come in between and staleness runs out; it shows as invalid and is logged at
 // error level once. Once the query evaluates, the trigger works as any other.
 func TestInvalidQueryNeverFires(t *testing.T) {
-	logs := captureLog(t)
+	logs := &logBuffer{}
 	synctest.Test(t, func(t *testing.T) {
 		badData := &promv1.Error{Type: promv1.ErrBadData, Msg: `1:8: parse error: unexpected end of input`}
 		unavailable := &promv1.Error{Type: promv1.ErrServer, Msg: "server error: 503"}
 		var answer atomic.Pointer[promv1.Error] // the error Prometheus answers with, or nil to fire
 		answer.Store(badData)
-		th := NewThrottler(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64,
+		e := newEngine(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64, Logger: logs,
 			FailMode: FailClosed, Staleness: 30 * time.Second,
 			Triggers: []Trigger{{Name: "typo", Interval: 10 * time.Second, Func: func(context.Context) (bool, error) {
 				if err := answer.Load(); err != nil {
@@ -127,17 +125,17 @@ func TestInvalidQueryNeverFires(t *testing.T) {
 				}
 				return true, nil
 			}}}})
-		defer th.Close()
+		defer e.Close()
 		synctest.Wait()
 		check := func(when, verdict string, invalid bool) {
 			t.Helper()
-			s := th.Status()
+			s := e.Status()
 			if sig := s.Triggers[0]; sig.Verdict != verdict || sig.Invalid != invalid || sig.Firing || s.GrowthHeld || sig.Backoffs != 0 {
 				t.Fatalf("%s: %+v, growth held %t; want verdict %s, invalid %t, never firing", when, sig, s.GrowthHeld, verdict, invalid)
 			}
 		}
 		check("first evaluation", "invalid", true)
-		grow(t, th, 64)
+		grow(t, e, 64)
 
 		// 10 s to 120 s: bad_data and 503 alternate, far past the 30 s staleness; no evaluation ever succeeded.
 		for i := 1; i <= 12; i++ {
@@ -153,11 +151,11 @@ func TestInvalidQueryNeverFires(t *testing.T) {
 			} else {
 				check(fmt.Sprintf("bad_data at %d s", 10*i), "invalid", true)
 			}
-			if w := th.Status().Window; w != 64 {
+			if w := e.Status().Window; w != 64 {
 				t.Fatalf("window %d at %d s, want 64: an invalid query must not throttle", w, 10*i)
 			}
 		}
-		if s := th.Status().Triggers[0]; s.Errors != 13 || s.LastError != badData.Error() || s.LastSuccess != nil {
+		if s := e.Status().Triggers[0]; s.Errors != 13 || s.LastError != badData.Error() || s.LastSuccess != nil {
 			t.Fatalf("after 13 failed evaluations: %+v", s)
 		}
 		if n := strings.Count(logs.String(), "[Error] throttle: trigger \"typo\": its function reports an invalid query, so the trigger never fires"); n != 1 {
@@ -168,7 +166,7 @@ func TestInvalidQueryNeverFires(t *testing.T) {
 		answer.Store(nil)
 		time.Sleep(10 * time.Second)
 		synctest.Wait()
-		s := th.Status()
+		s := e.Status()
 		if sig := s.Triggers[0]; !sig.Firing || sig.Invalid || sig.Verdict != "firing" || !s.GrowthHeld || s.Window != 32 || sig.LastSuccess == nil {
 			t.Fatalf("query valid and firing: %+v, want firing, no longer invalid, window 32", s)
 		}
@@ -179,33 +177,30 @@ func TestInvalidQueryNeverFires(t *testing.T) {
 		answer.Store(unavailable)
 		time.Sleep(40 * time.Second)
 		synctest.Wait()
-		if sig := th.Status().Triggers[0]; !sig.Firing || !sig.Stale || sig.Invalid {
+		if sig := e.Status().Triggers[0]; !sig.Firing || !sig.Stale || sig.Invalid {
 			t.Fatalf("503s past staleness after a success: %+v, want stale and fail-closed", sig)
 		}
 	})
 }
 
-// logBuffer collects what the fiber logger writes during a test.
+// logBuffer is a Logger that keeps what an Engine logs, one "[Level] message" line each.
 type logBuffer struct {
 	mu  sync.Mutex
 	buf strings.Builder
 }
 
-func (b *logBuffer) Write(p []byte) (int, error) {
+func (b *logBuffer) Infof(format string, v ...any)  { b.printf("[Info] "+format, v...) }
+func (b *logBuffer) Warnf(format string, v ...any)  { b.printf("[Warn] "+format, v...) }
+func (b *logBuffer) Errorf(format string, v ...any) { b.printf("[Error] "+format, v...) }
+
+func (b *logBuffer) printf(format string, v ...any) {
 	b.mu.Lock()
 	defer b.mu.Unlock()
-	return b.buf.Write(p)
+	fmt.Fprintf(&b.buf, format+"\n", v...)
 }
 
 func (b *logBuffer) String() string {
 	b.mu.Lock()
 	defer b.mu.Unlock()
 	return b.buf.String()
-}
-
-func captureLog(t *testing.T) *logBuffer {
-	b := &logBuffer{}
-	log.SetOutput(b)
-	t.Cleanup(func() { log.SetOutput(os.Stderr) })
-	return b
 }

@@ -1,6 +1,7 @@
-package throttle
+package core
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"strconv"
@@ -44,7 +45,7 @@ type Trigger struct {
 }
 
 // problem describes what is wrong with the trigger configured as field (e.g. "Config.Triggers[2]"), or returns
-// "" when nothing is. hasURL tells whether Config.PrometheusURL is set. Config.validate panics with it.
+// "" when nothing is. hasURL tells whether Config.PrometheusURL is set. Config.Validate panics with it.
 func (s Trigger) problem(field string, hasURL bool) string {
 	switch {
 	case s.Func == nil && strings.TrimSpace(s.Query) == "":
@@ -89,7 +90,7 @@ func triggersOf(cfg Config) []Trigger {
 		if s.Timeout == 0 {
 			s.Timeout = cfg.Timeout
 			if s.Timeout == 0 {
-				s.Timeout = min(ConfigDefault.Timeout, s.Interval)
+				s.Timeout = min(cmp.Or(cfg.defaultTimeout, DefaultTimeout), s.Interval)
 			}
 		}
 	}

@@ -1,0 +1,33 @@
+package core
+
+import (
+	"strconv"
+	"time"
+)
+
+// The response headers of a rejection.
+const (
+	HeaderRetryAfter = "Retry-After"
+	HeaderRejectedBy = "Fiberguard-Rejected-By"
+)
+
+// RetryAfter is the value of the Retry-After header of a rejection, or nil when none is sent. The slice is
+// shared: do not modify it.
+func (e *Engine) RetryAfter() []byte { return e.retryAfter }
+
+// RejectedBy is the value of the Fiberguard-Rejected-By header of a rejection, "throttle/<Name>". The slice is
+// shared: do not modify it.
+func (e *Engine) RejectedBy() []byte { return e.rejectedBy }
+
+// retryAfterValue is the Retry-After value for d: whole seconds rounded up, at least 1; nil (no header) when d is
+// negative.
+func retryAfterValue(d time.Duration) []byte {
+	if d < 0 {
+		return nil
+	}
+	secs := int64(d / time.Second)
+	if d%time.Second != 0 || secs == 0 {
+		secs++ // no overflow: d/time.Second is far below the largest int64
+	}
+	return strconv.AppendInt(nil, secs, 10)
+}

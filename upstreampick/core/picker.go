@@ -114,13 +114,8 @@ func New(cfg Config) *Picker {
 		HealthCheck: func(*fasthttp.Request, *fasthttp.Response, error) bool { return true },
 	}
 
-	targets, _ := parseServers(cfg.Servers) // checked by validate
-	p.mu.Lock()
-	for _, t := range targets {
-		p.ups = append(p.ups, p.newUpstream(t))
-	}
-	p.rebuildLocked()
-	p.mu.Unlock()
+	targets, _ := parseServers(cfg.Servers) // checked by Validate
+	p.setTargets(targets)
 
 	if !cfg.DisableMetrics {
 		reg := cfg.Registerer
@@ -163,6 +158,14 @@ func (p *Picker) SetServers(servers []string) error {
 	if err != nil {
 		return errors.New("upstreampick: SetServers: " + err.Error())
 	}
+	p.setTargets(targets)
+	return nil
+}
+
+// setTargets makes targets (parsed, without duplicates) the upstream list: New starts with it, and SetServers
+// is the one way it changes afterwards. Kept upstreams keep their state, new ones start unmeasured, and
+// upstreams no longer listed drain.
+func (p *Picker) setTargets(targets []target) {
 	seen := make(map[string]bool, len(targets))
 	for _, t := range targets {
 		seen[t.key] = true
@@ -197,7 +200,6 @@ func (p *Picker) SetServers(servers []string) error {
 	}
 	p.ups = ups
 	p.rebuildLocked()
-	return nil
 }
 
 // Pick chooses an upstream for a request the caller sends itself, and counts it as a pick. It returns the

@@ -34,6 +34,7 @@ require (
 	github.com/facette/natsort v0.0.0-20181210072756-2cd4dd1e2dcb // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/fiberguard/fiberguard/loadshed/core v0.0.0 // indirect
+	github.com/fiberguard/fiberguard/throttle/core v0.0.0 // indirect
 	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
@@ -87,3 +88,5 @@ require (
 replace github.com/fiberguard/fiberguard/loadshed/core => ../loadshed/core
 
 replace github.com/fiberguard/fiberguard/upstreampick/core => ../upstreampick/core
+
+replace github.com/fiberguard/fiberguard/throttle/core => ../throttle/core

@@ -29,6 +29,7 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fiberguard/fiberguard/rebalance v0.0.0
 	github.com/fiberguard/fiberguard/rebalance/core v0.0.0 // indirect
+	github.com/fiberguard/fiberguard/throttle/core v0.0.0 // indirect
 	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0 // indirect
 	github.com/google/go-cmp v0.7.0 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -57,3 +58,5 @@ replace github.com/fiberguard/fiberguard/rebalance => ../rebalance
 replace github.com/fiberguard/fiberguard/rebalance/core => ../rebalance/core
 
 replace github.com/fiberguard/fiberguard/upstreampick/core => ../upstreampick/core
+
+replace github.com/fiberguard/fiberguard/throttle/core => ../throttle/core

@@ -19,6 +19,7 @@ require (
 	github.com/fiberguard/fiberguard/loadshed/core v0.0.0 // indirect
 	github.com/fiberguard/fiberguard/rebalance v0.0.0
 	github.com/fiberguard/fiberguard/rebalance/core v0.0.0 // indirect
+	github.com/fiberguard/fiberguard/throttle/core v0.0.0 // indirect
 	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0 // indirect
 	github.com/go-ole/go-ole v1.2.6 // indirect
 	github.com/google/uuid v1.6.0 // indirect
@@ -59,3 +60,5 @@ replace github.com/fiberguard/fiberguard/loadshed/core => ../loadshed/core
 replace github.com/fiberguard/fiberguard/rebalance/core => ../rebalance/core
 
 replace github.com/fiberguard/fiberguard/upstreampick/core => ../upstreampick/core
+
+replace github.com/fiberguard/fiberguard/throttle/core => ../throttle/core

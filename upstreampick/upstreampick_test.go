@@ -47,6 +47,37 @@ func TestNoUpstreamFailsFast(t *testing.T) {
 	})
 }
 
+// TestProxyBalancerProxies: proxy.Balancer with the picker's LBClient forwards the request, path and query
+// included, to both upstreams of the nearest tier and answers with their responses.
+func TestProxyBalancerProxies(t *testing.T) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		for _, u := range []struct {
+			addr, name string
+			rtt        time.Duration
+		}{{addrA, "a", time.Millisecond}, {addrB, "b", 2 * time.Millisecond}} {
+			n.Serve(u.addr, u.rtt, func(c *fasthttp.RequestCtx) { c.SetBodyString(u.name + " " + string(c.RequestURI())) })
+		}
+		p := picker(n, testConfig(addrA, addrB))
+		eventually(t, "both upstreams measured", func() bool { return allSampled(p) })
+		app := balancerApp(p)
+		seen := map[string]int{}
+		for range 100 {
+			code, body := get(app.Handler(), "/x?y=1")
+			if code != fiber.StatusOK {
+				t.Fatalf("status %d body %q", code, body)
+			}
+			seen[body]++
+		}
+		// 1 and 2 ms are one tier: both get traffic (each at least 20 of 100; p < 1e-9 to fail).
+		if len(seen) != 2 || seen["a /x?y=1"] < 20 || seen["b /x?y=1"] < 20 {
+			t.Fatalf("answers %v, want both upstreams' with the path and query", seen)
+		}
+		if st := p.Status(); st.Admitted != 100 || st.Rejected != 0 {
+			t.Fatalf("admitted %d rejected %d, want 100 and 0", st.Admitted, st.Rejected)
+		}
+	})
+}
+
 func TestRejectionHeaders(t *testing.T) {
 	tests := []struct {
 		name       string

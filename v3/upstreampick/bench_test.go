@@ -1,0 +1,108 @@
+package upstreampick
+
+import (
+	"fmt"
+	"net"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v3"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+)
+
+// listeners opens n listeners on 127.0.0.1 that accept and close connections, for health dials to succeed.
+func listeners(b *testing.B, n int) []string {
+	b.Helper()
+	addrs := make([]string, n)
+	for i := range addrs {
+		ln, err := net.Listen("tcp4", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		go func() {
+			for {
+				c, err := ln.Accept()
+				if err != nil {
+					return
+				}
+				_ = c.Close()
+			}
+		}()
+		b.Cleanup(func() { _ = ln.Close() })
+		addrs[i] = ln.Addr().String()
+	}
+	return addrs
+}
+
+func BenchmarkPick(b *testing.B) {
+	for _, mode := range []Mode{ModeLatency, ModeLeastPending, ModeRandom} {
+		for _, n := range []int{3, 64} {
+			b.Run(fmt.Sprintf("%v/%d", mode, n), func(b *testing.B) {
+				p := NewPicker(Config{
+					Servers:        listeners(b, n),
+					Mode:           mode,
+					HealthInterval: time.Hour,
+					Registerer:     prometheus.NewRegistry(),
+				})
+				defer func() { _ = p.Close() }()
+				deadline := time.Now().Add(10 * time.Second)
+				for !allSampled(p) && time.Now().Before(deadline) {
+					time.Sleep(time.Millisecond)
+				}
+				b.ReportAllocs()
+				b.ResetTimer()
+				for b.Loop() {
+					if _, ok := p.Pick(); !ok {
+						b.Fatal("nothing pickable")
+					}
+				}
+			})
+		}
+	}
+}
+
+// BenchmarkHandlerReject drives an app's handler when no upstream can take the request: the default
+// OnReject with both headers, which allocates nothing.
+func BenchmarkHandlerReject(b *testing.B) {
+	p := NewPicker(Config{
+		Servers:        []string{"10.0.0.9:80"},
+		HealthInterval: 10 * time.Millisecond,
+		Dial:           refuse,
+		Registerer:     prometheus.NewRegistry(),
+	})
+	defer func() { _ = p.Close() }()
+	for deadline := time.Now().Add(10 * time.Second); !allUnhealthy(p); time.Sleep(time.Millisecond) {
+		if time.Now().After(deadline) {
+			b.Fatal("the upstream did not become unhealthy")
+		}
+	}
+	app := fiber.New()
+	app.Use(p.Handler())
+	serveLoop(b, app.Handler())
+}
+
+// BenchmarkPassThrough is the floor of any middleware, run beside BenchmarkHandlerReject: a middleware that
+// only calls Next, in front of the default OnReject as the app's handler, so it writes the same answer but for
+// the two headers.
+func BenchmarkPassThrough(b *testing.B) {
+	app := fiber.New()
+	app.Use(func(c fiber.Ctx) error { return c.Next() })
+	app.Use(ConfigDefault.OnReject)
+	serveLoop(b, app.Handler())
+}
+
+// serveLoop drives h with one GET / on a RequestCtx of its own, as a server would, and checks for a 503.
+func serveLoop(b *testing.B, h fasthttp.RequestHandler) {
+	var c fasthttp.RequestCtx
+	c.Request.Header.SetMethod(fiber.MethodGet)
+	c.Request.SetRequestURI("/")
+	b.ReportAllocs()
+	for b.Loop() {
+		h(&c)
+		if c.Response.StatusCode() != fiber.StatusServiceUnavailable {
+			b.Fatalf("status %d", c.Response.StatusCode())
+		}
+		c.Response.Reset()
+	}
+}

@@ -1,0 +1,202 @@
+package upstreampick
+
+import (
+	"context"
+	"net"
+	"time"
+
+	"github.com/fiberguard/fiberguard/upstreampick/core"
+	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/log"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/valyala/fasthttp"
+)
+
+// Config defines the config for a Picker.
+type Config struct {
+	// Next defines a function to skip the Handler when it returns true. It plays no part in LBClient, where
+	// proxy.Config.Next does the same.
+	//
+	// Optional. Default: nil
+	Next func(c fiber.Ctx) bool
+
+	// Servers lists the upstreams, as "http://host:port", "https://host:port" or "host:port" (http). With a
+	// scheme the port may be left out for the scheme's default (80 or 443); "host" alone is rejected. A host
+	// is a name or an IP address ("[::1]:8080"); names are never resolved here, so "localhost:80" and
+	// "127.0.0.1:80" are two servers. One server listed twice, in any spelling ("127.0.0.1:80",
+	// "http://127.0.0.1", "HTTP://127.0.0.1:80/"), is rejected. The list can be replaced at run time with
+	// Picker.SetServers.
+	//
+	// Required.
+	Servers []string
+
+	// Mode selects how an upstream is picked: ModeLatency (random inside the nearest tier), ModeLeastPending
+	// (power of two choices inside the nearest tier) or ModeRandom (ignores latency).
+	//
+	// Optional. Default: ModeLatency
+	Mode Mode
+
+	// HealthInterval is the time between two health rounds. Each round dials every upstream once (TCP connect
+	// only) and folds the connect time into its average.
+	//
+	// Optional. Default: 1 * time.Second
+	HealthInterval time.Duration
+
+	// HealthTimeout bounds one health dial, and separately the name resolution before it. It must be shorter
+	// than HealthInterval. A dial that times out is a failure.
+	//
+	// Optional. Default: HealthInterval / 2
+	HealthTimeout time.Duration
+
+	// DrainTimeout bounds how long an upstream removed by SetServers waits for its requests in flight before it
+	// is forgotten. It gets no new requests meanwhile.
+	//
+	// Optional. Default: 30 * time.Second
+	DrainTimeout time.Duration
+
+	// Timeout is the request timeout of the LBClient and the Handler (fasthttp.LBClient.Timeout).
+	//
+	// Optional. Default: fasthttp.DefaultLBClientTimeout (1 * time.Second)
+	Timeout time.Duration
+
+	// Retries is how many more upstreams a request may try after a connection to its upstream could not be
+	// established. Nothing was sent then, so a retry is safe for every method. 0 uses the default; a negative
+	// value disables retries.
+	//
+	// Optional. Default: 2
+	Retries int
+
+	// ConfigureClient, when set, adjusts each upstream's fasthttp.HostClient before first use (buffer sizes,
+	// TLSConfig, MaxConns, ...). Addr and IsTLS are set from the server; Dial and DialTimeout are wrapped to
+	// count connection failures, and one set here replaces Config.Dial for that upstream's requests (health
+	// dials keep Config.Dial).
+	//
+	// Optional. Default: nil
+	ConfigureClient func(server string, c *fasthttp.HostClient)
+
+	// LookupHost resolves an upstream's host name before a health dial, so name resolution is never part of
+	// the measured connect time.
+	//
+	// Optional. Default: nil (net.DefaultResolver.LookupHost)
+	LookupHost func(ctx context.Context, host string) (addrs []string, err error)
+
+	// Dial opens a connection to addr ("host:port") for health dials and requests. A health dial passes the
+	// address LookupHost returned and a ctx bounded by HealthTimeout, and closes the connection at once; its
+	// connect-time sample is the time Dial took (with the default dialer on Linux, the TCP handshake's round
+	// trip as the kernel timed it when that is shorter, so a busy process does not inflate it). A request's dial
+	// passes the configured host and a ctx bounded by the dial timeout; TLS, for https upstreams, is layered over
+	// the connection returned. A Dial or DialTimeout set by ConfigureClient takes precedence for requests.
+	//
+	// Optional. Default: nil (a net.Dialer over TCP)
+	Dial func(ctx context.Context, addr string) (net.Conn, error)
+
+	// OnReject answers a request the middleware rejects. Before calling it the middleware sets the
+	// Retry-After and Fiberguard-Rejected-By headers (see RetryAfter and Name). Handler rejects a request when
+	// no upstream can take it (every one is unhealthy or draining); LBClient cannot call it and returns
+	// ErrNoUpstream instead, which the app's ErrorHandler answers with Picker.Reject, and Reject calls it.
+	//
+	// Optional. Default: 503 with the body "upstreampick: no upstream available\n" (see ConfigDefault)
+	OnReject fiber.Handler
+
+	// RetryAfter is the Retry-After header of a rejection: whole seconds, rounded up, at least 1.
+	// A negative value sends no Retry-After.
+	//
+	// Optional. Default: time.Second
+	RetryAfter time.Duration
+
+	// Name identifies this instance: the `name` label of every metric and the second part of the
+	// Fiberguard-Rejected-By header. Instances registered on one Registerer need distinct names.
+	//
+	// Optional. Default: "default"
+	Name string
+
+	// Registerer receives the metrics.
+	//
+	// Optional. Default: nil (prometheus.DefaultRegisterer)
+	Registerer prometheus.Registerer
+
+	// DisableMetrics registers no metrics.
+	//
+	// Optional. Default: false
+	DisableMetrics bool
+
+	// Context stops the background work when done, as Close does.
+	//
+	// Optional. Default: nil (runs until Close)
+	Context context.Context
+}
+
+// ConfigDefault is the default config. Servers has no default.
+var ConfigDefault = Config{
+	Mode:           ModeLatency,
+	HealthInterval: time.Second,
+	DrainTimeout:   30 * time.Second,
+	Timeout:        fasthttp.DefaultLBClientTimeout,
+	Retries:        2,
+	OnReject: func(c fiber.Ctx) error {
+		return c.Status(fiber.StatusServiceUnavailable).SendString("upstreampick: no upstream available\n")
+	},
+	RetryAfter: time.Second,
+	Name:       "default",
+}
+
+// configDefault fills the zero fields of the given config from ConfigDefault.
+func configDefault(config ...Config) Config {
+	if len(config) == 0 {
+		return ConfigDefault
+	}
+	cfg := config[0]
+	cfg.setCore(cfg.coreConfig().Fill(ConfigDefault.coreConfig()))
+	if cfg.OnReject == nil {
+		cfg.OnReject = ConfigDefault.OnReject
+	}
+	return cfg
+}
+
+// validate panics, naming the field, when cfg (filled by configDefault) is invalid. Only the core's fields
+// can be.
+func (cfg Config) validate() {
+	cfg.coreConfig().Validate()
+}
+
+// coreConfig returns the fields the core takes, with this adapter's error and logger.
+func (cfg *Config) coreConfig() core.Config {
+	return core.Config{
+		Servers:         cfg.Servers,
+		Mode:            cfg.Mode,
+		HealthInterval:  cfg.HealthInterval,
+		HealthTimeout:   cfg.HealthTimeout,
+		DrainTimeout:    cfg.DrainTimeout,
+		Timeout:         cfg.Timeout,
+		Retries:         cfg.Retries,
+		ConfigureClient: cfg.ConfigureClient,
+		LookupHost:      cfg.LookupHost,
+		Dial:            cfg.Dial,
+		RetryAfter:      cfg.RetryAfter,
+		Name:            cfg.Name,
+		Registerer:      cfg.Registerer,
+		DisableMetrics:  cfg.DisableMetrics,
+		Context:         cfg.Context,
+		NoUpstream:      ErrNoUpstream,
+		Warnf:           log.Warnf,
+	}
+}
+
+// setCore sets the fields the core takes from c.
+func (cfg *Config) setCore(c core.Config) {
+	cfg.Servers = c.Servers
+	cfg.Mode = c.Mode
+	cfg.HealthInterval = c.HealthInterval
+	cfg.HealthTimeout = c.HealthTimeout
+	cfg.DrainTimeout = c.DrainTimeout
+	cfg.Timeout = c.Timeout
+	cfg.Retries = c.Retries
+	cfg.ConfigureClient = c.ConfigureClient
+	cfg.LookupHost = c.LookupHost
+	cfg.Dial = c.Dial
+	cfg.RetryAfter = c.RetryAfter
+	cfg.Name = c.Name
+	cfg.Registerer = c.Registerer
+	cfg.DisableMetrics = c.DisableMetrics
+	cfg.Context = c.Context
+}

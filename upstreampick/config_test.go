@@ -2,6 +2,7 @@ package upstreampick
 
 import (
 	"context"
+	"errors"
 	"reflect"
 	"strings"
 	"testing"
@@ -116,7 +117,7 @@ func TestConfigMirrorsTheCore(t *testing.T) {
 		}
 	}
 	c := cfg.coreConfig()
-	if c.NoUpstream != ErrNoUpstream || c.Warnf == nil {
+	if !errors.Is(c.NoUpstream, ErrNoUpstream) || c.Warnf == nil {
 		t.Fatalf("coreConfig: NoUpstream %v, Warnf set %v; want ErrNoUpstream and Fiber's logger", c.NoUpstream, c.Warnf != nil)
 	}
 	var back Config

@@ -1,3 +1,10 @@
+// Package core is upstreampick without a web framework: the server list, the connect-time averages and latency
+// tiers, the immutable pick set, the health goroutine, draining, the fasthttp balancing client with its retries,
+// the metrics, the Status view, the rejection headers and the lifecycle. It imports no Fiber package.
+//
+// Applications import an adapter, not this package: github.com/fiberguard/fiberguard/upstreampick for Fiber v2
+// or github.com/fiberguard/fiberguard/v3/upstreampick for Fiber v3. An adapter fills a Config (Config.Fill),
+// creates a Picker (New), proxies with Picker.Proxy and answers a rejection after Picker.Reject.
 package core
 
 import (

@@ -11,13 +11,13 @@ import (
 type Outcome int
 
 const (
-	// Proxied: resp holds the upstream's response.
+	// Proxied means resp holds the upstream's response.
 	Proxied Outcome = iota
-	// Rejected: no upstream could take the request (it is counted; answer it through Reject).
+	// Rejected means no upstream could take the request (it is counted; answer it through Reject).
 	Rejected
-	// TimedOut: the upstream did not answer within Config.Timeout (504 for the adapter).
+	// TimedOut means the upstream did not answer within Config.Timeout (504 for the adapter).
 	TimedOut
-	// Failed: any other upstream failure (502 for the adapter).
+	// Failed means any other upstream failure (502 for the adapter).
 	Failed
 )
 

@@ -38,6 +38,8 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
 		// The worker-pool cleaner of a server that run stopped sleeps out MaxIdleWorkerDuration (10 s), then ends.
 		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
+		// A HostClient's idle-connection cleaner ends once its idle period has passed after the last request.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*HostClient).connsCleaner"),
 	)
 }
 

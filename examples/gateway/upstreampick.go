@@ -75,7 +75,21 @@ func setupUpstreampick(app *fiber.App, e env) (func() any, func(), error) {
 	}
 	stops = append(stops, func() { _ = picker.Close() })
 
-	app.All("/proxy/*", proxy.Balancer(proxy.Config{Client: picker.LBClient()}))
+	balancer := proxy.Balancer(proxy.Config{Client: picker.LBClient()})
+	app.All("/proxy/*", func(c *fiber.Ctx) error {
+		// With no upstream to take it, the request is answered as upstreampick's own Handler answers it:
+		// 503, Retry-After and Fiberguard-Rejected-By, counted in /status.
+		err := balancer(c)
+		if errors.Is(err, upstreampick.ErrNoUpstream) {
+			return picker.Reject(c)
+		}
+		// An upstream that could not be reached, or broke off, is a gateway's 502, not a 500.
+		var fe *fiber.Error
+		if err != nil && !errors.As(err, &fe) {
+			return fiber.NewError(fiber.StatusBadGateway, err.Error())
+		}
+		return err
+	})
 	return func() any { return picker.Status() }, stop, nil
 }
 

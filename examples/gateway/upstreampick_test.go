@@ -1,7 +1,9 @@
 package main
 
 import (
+	"io"
 	"net"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -85,5 +87,49 @@ func TestDemoUpstreamShutdownStopsItAtOnce(t *testing.T) {
 			_ = c.Close()
 			t.Fatalf("demo upstream %s still accepts connections after its shutdown returned", addr)
 		}
+	}
+}
+
+// TestUpstreampickRejectsWhenEveryUpstreamIsDown: with its only upstream refusing connections, /proxy/* is
+// answered as upstreampick's own rejection (503, Retry-After, Fiberguard-Rejected-By), counted in /status.
+func TestUpstreampickRejectsWhenEveryUpstreamIsDown(t *testing.T) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dead := ln.Addr().String()
+	ln.Close() // nothing listens there any more: every dial is refused
+
+	g := newTestGateway(t, map[string]string{
+		"FIBERGUARD_LOADSHED_DRYRUN":      "1",
+		"FIBERGUARD_UPSTREAMPICK_SERVERS": "http://" + dead,
+	})
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		resp, err := g.app.Test(httptest.NewRequest("GET", "/proxy/hello", nil), -1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode == 503 {
+			if by := resp.Header.Get("Fiberguard-Rejected-By"); by != "upstreampick/default" || resp.Header.Get("Retry-After") != "1" {
+				t.Fatalf("503 with Fiberguard-Rejected-By %q, Retry-After %q: %s", by, resp.Header.Get("Retry-After"), body)
+			}
+			break
+		}
+		// Until the picker has seen the upstream fail, a request fails with 502 Bad Gateway.
+		if resp.StatusCode != 502 {
+			t.Fatalf("/proxy/hello with the upstream down: %d %s", resp.StatusCode, body)
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the dead upstream was never taken out of the pick")
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	var st upstreampick.Status
+	statusOf(t, g, "upstreampick", &st)
+	if st.Rejected < 1 || len(st.Upstreams) != 1 || st.Upstreams[0].Healthy {
+		t.Fatalf("status %+v, want the upstream unhealthy and the rejection counted", st)
 	}
 }

@@ -8,9 +8,11 @@ GOLANGCI_LINT ?= $(shell command -v golangci-lint || echo $(shell go env GOPATH)
 .PHONY: test vet lint fmt-check bench demo
 
 ## test: every test of every module, each module alone (GOWORK=off, as `go get` users build it), with -race;
-## every module runs even after a failure, then every skipped test is listed with its reason
+## every module runs even after a failure, then every skipped test is listed with its reason. Before them: the
+## module-discovery test, and the check that each adapter compiles only its Fiber version (a core none)
 test: fmt-check vet
 	.github/scripts/modules_test.sh
+	.github/scripts/fiber_versions.sh
 	.github/scripts/gotest.sh $(GOTEST_FLAGS)
 
 ## vet: go vet over every module, in the workspace and alone

@@ -141,3 +141,28 @@ BREAKING CHANGE: Config.X is now Config.Y"
 	[ "$(draft alpha)" = "tag=alpha/v2.1.1" ] || fail "fix beside a nested module: $(draft alpha)"
 )
 echo "release_draft_test: ok"
+
+# The Fiber-version check, on a synthetic tree where a fake github.com/gofiber/fiber/v2 stands in: a v3 adapter
+# or a core importing it fails the check, a v2 adapter does not.
+ft="$tmp/fibertree"
+mkdir -p "$ft/fiberv2" "$ft/examples"
+printf 'module github.com/gofiber/fiber/v2\n\ngo 1.21\n' >"$ft/fiberv2/go.mod"
+printf 'package fiber\n' >"$ft/fiberv2/fiber.go"
+printf 'module example.com/examples\n\ngo 1.21\n' >"$ft/examples/go.mod"
+for d in alpha v3/alpha alpha/core; do
+	mkdir -p "$ft/$d"
+	printf 'module example.com/%s\n\ngo 1.21\n\nrequire github.com/gofiber/fiber/v2 v2.0.0\n\nreplace github.com/gofiber/fiber/v2 => %s\n' \
+		"$d" "$(realpath --relative-to="$ft/$d" "$ft/fiberv2")" >"$ft/$d/go.mod"
+	printf 'package x\n' >"$ft/$d/x.go"
+done
+# fiberv2 is a module of the tree too; it imports nothing, so it passes as a "v2 adapter".
+MODULES_ROOT="$ft" "$here/fiber_versions.sh" >/dev/null 2>&1 || fail "fiber_versions: a tree importing no Fiber failed"
+printf 'package x\n\nimport _ "github.com/gofiber/fiber/v2"\n' >"$ft/alpha/x.go"
+MODULES_ROOT="$ft" "$here/fiber_versions.sh" >/dev/null 2>&1 || fail "fiber_versions: a v2 adapter importing Fiber v2 failed"
+for d in v3/alpha alpha/core; do
+	cp "$ft/alpha/x.go" "$ft/$d/x.go"
+	out="$(MODULES_ROOT="$ft" "$here/fiber_versions.sh" 2>&1)" && fail "fiber_versions: $d importing Fiber v2 passed"
+	grep -q "$d compiles" <<<"$out" || fail "fiber_versions: the failure does not name $d: $out"
+	printf 'package x\n' >"$ft/$d/x.go"
+done
+echo "fiber_versions_test: ok"

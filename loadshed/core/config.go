@@ -42,7 +42,7 @@ type Config struct {
 	Registerer     prometheus.Registerer
 	DisableMetrics bool
 
-	// Context, when done, stops the sampler as Close does (the metrics stay registered until Close).
+	// Context, when done, ends the engine as Close does: the sampler stops and the metrics are unregistered.
 	Context context.Context
 
 	// Logger receives what the Engine says at start (what the load is read from) and the sampler's errors; the

@@ -145,10 +145,7 @@ func retryAfterHeader(d time.Duration) []byte {
 func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.cancel()
-		<-e.done
-		if e.metrics != nil {
-			e.metrics.unregister()
-		}
+		<-e.done // the sampler unregisters the metrics as it exits
 	})
 	return nil
 }

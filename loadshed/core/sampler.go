@@ -13,9 +13,15 @@ type snapshot struct {
 	at                     time.Time // of the reading; zero before the first
 }
 
-// run is the sampler goroutine: one reading per interval until ctx is done.
+// run is the sampler goroutine: one reading per interval until ctx is done. A done Config.Context ends the
+// engine as Close does, so the metrics go with the sampler.
 func (e *Engine) run(ctx context.Context) {
 	defer close(e.done)
+	defer func() {
+		if e.metrics != nil {
+			e.metrics.unregister()
+		}
+	}()
 	t := time.NewTicker(e.interval)
 	defer t.Stop()
 	for {

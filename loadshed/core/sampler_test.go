@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/fiberguard/fiberguard/loadshed/core/coretest"
+	"github.com/prometheus/client_golang/prometheus"
 	"go.uber.org/goleak"
 )
 
@@ -160,3 +161,38 @@ func TestContextDoneLeavesNoGoroutine(t *testing.T) {
 		t.Fatal("a decision after the context ended admitted at load 1")
 	}
 }
+
+// TestContextDoneUnregistersTheMetrics: a done Config.Context ends the engine as Close does, metrics included,
+// as in every module of the suite; a later Close is a no-op.
+func TestContextDoneUnregistersTheMetrics(t *testing.T) {
+	reg := prometheus.NewRegistry()
+	ctx, cancel := context.WithCancel(context.Background())
+	e := NewEngine(Config{Context: ctx, Signal: coretest.NewFixedLoad(0.5), Interval: time.Millisecond, Registerer: reg}.WithDefaults(testDefaults))
+	if n := gatheredFamilies(t, reg); n == 0 {
+		t.Fatal("no metrics registered")
+	}
+	cancel()
+	<-e.done
+	if n := gatheredFamilies(t, reg); n != 0 {
+		t.Fatalf("%d metric families still registered after the context ended", n)
+	}
+	if err := e.Close(); err != nil {
+		t.Fatal(err)
+	}
+	// The name is free again: a new engine registers.
+	e2 := NewEngine(Config{Signal: coretest.NewFixedLoad(0.5), Interval: time.Millisecond, Registerer: reg}.WithDefaults(testDefaults))
+	defer e2.Close()
+	if n := gatheredFamilies(t, reg); n == 0 {
+		t.Fatal("a new engine with the same name could not register")
+	}
+}
+
+func gatheredFamilies(t *testing.T, reg *prometheus.Registry) int {
+	t.Helper()
+	mfs, err := reg.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	return len(mfs)
+}
+

@@ -102,7 +102,7 @@ type Config struct {
 	DisableMetrics bool
 
 	// Context stops the background work when done, as Close does: the sampler stops and the middleware keeps
-	// the last load. (Only Close unregisters the metrics.)
+	// the last load, and the metrics are unregistered.
 	//
 	// Optional. Default: nil (runs until Close)
 	Context context.Context

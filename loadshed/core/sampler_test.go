@@ -195,4 +195,3 @@ func gatheredFamilies(t *testing.T, reg *prometheus.Registry) int {
 	}
 	return len(mfs)
 }
-

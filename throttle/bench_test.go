@@ -71,3 +71,32 @@ func BenchmarkHandlerAdmittedParallel(b *testing.B) {
 		}
 	})
 }
+
+// TestHandlerAllocatesNothing: neither an admitted request nor one rejected by the default OnReject allocates
+// (the benchmarks' -benchmem figures, as a test that fails).
+func TestHandlerAllocatesNothing(t *testing.T) {
+	for _, tt := range []struct {
+		name   string
+		window int // 0: filled before the run
+		want   int
+	}{{"admitted", 100, fiber.StatusOK}, {"rejected", 0, fiber.StatusServiceUnavailable}} {
+		t.Run(tt.name, func(t *testing.T) {
+			th := NewThrottler(Config{WindowMin: max(tt.window, 1), WindowMax: max(tt.window, 1), DisableMetrics: true})
+			defer th.Close()
+			if tt.window == 0 {
+				th.engine.TryAcquire()
+			}
+			app := fiber.New()
+			app.Use(th.Handler())
+			app.Get("/", func(c *fiber.Ctx) error { return c.SendStatus(fiber.StatusOK) })
+			h, ctx := app.Handler(), benchRequest()
+			h(ctx) // the app's first request warms its pools
+			if allocs := testing.AllocsPerRun(1000, func() { h(ctx) }); allocs != 0 {
+				t.Fatalf("%v allocations per request, want 0", allocs)
+			}
+			if got := ctx.Response.StatusCode(); got != tt.want {
+				t.Fatalf("status %d, want %d", got, tt.want)
+			}
+		})
+	}
+}

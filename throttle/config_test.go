@@ -1,16 +1,13 @@
 package throttle
 
 import (
-	"context"
-	"fmt"
-	"net/http"
 	"reflect"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fiberguard/fiberguard/throttle/core"
-	"github.com/prometheus/client_golang/prometheus"
+	"github.com/fiberguard/fiberguard/throttle/core/coretest"
 )
 
 // TestNewPanicsOnBadConfig: New validates the config it is given, with the core's messages (the core's tests
@@ -63,51 +60,6 @@ func TestConfigDefaults(t *testing.T) {
 
 func TestConfigGivesTheCoreEveryField(t *testing.T) {
 	var cfg Config
-	cv := reflect.ValueOf(&cfg).Elem()
-	ct := reflect.TypeFor[core.Config]()
-	for i := range ct.NumField() {
-		f := ct.Field(i)
-		if !f.IsExported() || f.Name == "Logger" { // Logger is the adapter's own: Fiber's log
-			continue
-		}
-		v := cv.FieldByName(f.Name)
-		if !v.IsValid() || v.Type() != f.Type {
-			t.Fatalf("Config has no field %s of type %v", f.Name, f.Type)
-		}
-		switch f.Type {
-		case reflect.TypeFor[int](), reflect.TypeFor[time.Duration]():
-			v.SetInt(int64(i + 1))
-		case reflect.TypeFor[FailMode]():
-			v.Set(reflect.ValueOf(FailClosed))
-		case reflect.TypeFor[bool]():
-			v.SetBool(true)
-		case reflect.TypeFor[string]():
-			v.SetString(fmt.Sprint("field", i))
-		case reflect.TypeFor[[]string]():
-			v.Set(reflect.ValueOf([]string{fmt.Sprint("query", i)}))
-		case reflect.TypeFor[[]Trigger]():
-			v.Set(reflect.ValueOf([]Trigger{{Name: fmt.Sprint("trigger", i), Query: "up"}}))
-		case reflect.TypeFor[http.RoundTripper]():
-			v.Set(reflect.ValueOf(http.RoundTripper(&http.Transport{})))
-		case reflect.TypeFor[prometheus.Registerer]():
-			v.Set(reflect.ValueOf(prometheus.NewRegistry()))
-		case reflect.TypeFor[context.Context]():
-			v.Set(reflect.ValueOf(context.Background()))
-		default:
-			t.Fatalf("no test value for core.Config.%s of type %v", f.Name, f.Type)
-		}
-	}
-	got := reflect.ValueOf(cfg.core())
-	for i := range ct.NumField() {
-		f := ct.Field(i)
-		switch {
-		case !f.IsExported():
-		case f.Name == "Logger":
-			if got.Field(i).IsNil() {
-				t.Error("core.Config.Logger not set")
-			}
-		case !reflect.DeepEqual(got.Field(i).Interface(), cv.FieldByName(f.Name).Interface()):
-			t.Errorf("core.Config.%s = %v, want Config.%s = %v", f.Name, got.Field(i).Interface(), f.Name, cv.FieldByName(f.Name).Interface())
-		}
-	}
+	coretest.FillLike(t, &cfg, reflect.TypeFor[core.Config]())
+	coretest.SameFields(t, cfg, cfg.core())
 }

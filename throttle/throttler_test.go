@@ -5,7 +5,6 @@ import (
 	"errors"
 	"os"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -15,28 +14,10 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// syncBuffer collects what Fiber's logger writes during a test.
-type syncBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
-}
-
-func (b *syncBuffer) Write(p []byte) (int, error) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.Write(p)
-}
-
-func (b *syncBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
-}
-
 // TestLogsGoToFibersLog: what the engine reports (an invalid query at error level, a failing trigger and a
 // duplicate registration as warnings) is written by Fiber's logger.
 func TestLogsGoToFibersLog(t *testing.T) {
-	logs := &syncBuffer{}
+	logs := &coretest.Buffer{}
 	log.SetOutput(logs)
 	t.Cleanup(func() { log.SetOutput(os.Stderr) })
 	reg := prometheus.NewRegistry()

@@ -4,12 +4,12 @@ import (
 	"context"
 	"fmt"
 	"strings"
-	"sync"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
 	"time"
 
+	"github.com/fiberguard/fiberguard/throttle/core/coretest"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
@@ -184,23 +184,14 @@ func TestInvalidQueryNeverFires(t *testing.T) {
 }
 
 // logBuffer is a Logger that keeps what an Engine logs, one "[Level] message" line each.
-type logBuffer struct {
-	mu  sync.Mutex
-	buf strings.Builder
+type logBuffer struct{ coretest.Buffer }
+
+func (b *logBuffer) Infof(format string, v ...any) {
+	fmt.Fprintf(&b.Buffer, "[Info] "+format+"\n", v...)
 }
-
-func (b *logBuffer) Infof(format string, v ...any)  { b.printf("[Info] "+format, v...) }
-func (b *logBuffer) Warnf(format string, v ...any)  { b.printf("[Warn] "+format, v...) }
-func (b *logBuffer) Errorf(format string, v ...any) { b.printf("[Error] "+format, v...) }
-
-func (b *logBuffer) printf(format string, v ...any) {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	fmt.Fprintf(&b.buf, format+"\n", v...)
+func (b *logBuffer) Warnf(format string, v ...any) {
+	fmt.Fprintf(&b.Buffer, "[Warn] "+format+"\n", v...)
 }
-
-func (b *logBuffer) String() string {
-	b.mu.Lock()
-	defer b.mu.Unlock()
-	return b.buf.String()
+func (b *logBuffer) Errorf(format string, v ...any) {
+	fmt.Fprintf(&b.Buffer, "[Error] "+format+"\n", v...)
 }

@@ -7,10 +7,21 @@ require (
 	github.com/fiberguard/fiberguard/throttle v0.0.0
 	github.com/fiberguard/fiberguard/upstreampick v0.0.0
 	github.com/gofiber/fiber/v2 v2.52.15
+	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/prometheus/client_golang v1.25.0
 	github.com/valyala/fasthttp v1.78.0
 	go.uber.org/goleak v1.3.0
 	golang.org/x/sys v0.49.0
+)
+
+require (
+	github.com/gofiber/schema v1.7.0 // indirect
+	github.com/gofiber/utils/v2 v2.0.2 // indirect
+	github.com/philhofer/fwd v1.2.0 // indirect
+	github.com/tinylib/msgp v1.6.3 // indirect
+	golang.org/x/crypto v0.58.0 // indirect
+	golang.org/x/net v0.62.0 // indirect
+	golang.org/x/text v0.43.0 // indirect
 )
 
 require (
@@ -21,12 +32,16 @@ require (
 	github.com/fiberguard/fiberguard/rebalance/core v0.0.0 // indirect
 	github.com/fiberguard/fiberguard/throttle/core v0.0.0 // indirect
 	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0 // indirect
+	github.com/fiberguard/fiberguard/v3/loadshed v0.0.0
+	github.com/fiberguard/fiberguard/v3/rebalance v0.0.0
+	github.com/fiberguard/fiberguard/v3/throttle v0.0.0
+	github.com/fiberguard/fiberguard/v3/upstreampick v0.0.0
 	github.com/go-ole/go-ole v1.2.6 // indirect
 	github.com/google/uuid v1.6.0 // indirect
 	github.com/json-iterator/go v1.1.12 // indirect
 	github.com/klauspost/compress v1.20.3 // indirect
 	github.com/lufia/plan9stats v0.0.0-20211012122336-39d0f177ccd0 // indirect
-	github.com/mattn/go-colorable v0.1.13 // indirect
+	github.com/mattn/go-colorable v0.1.14 // indirect
 	github.com/mattn/go-isatty v0.0.20 // indirect
 	github.com/mattn/go-runewidth v0.0.16 // indirect
 	github.com/modern-go/concurrent v0.0.0-20180306012644-bacd9c7ef1dd // indirect
@@ -62,3 +77,11 @@ replace github.com/fiberguard/fiberguard/rebalance/core => ../rebalance/core
 replace github.com/fiberguard/fiberguard/upstreampick/core => ../upstreampick/core
 
 replace github.com/fiberguard/fiberguard/throttle/core => ../throttle/core
+
+replace github.com/fiberguard/fiberguard/v3/loadshed => ../v3/loadshed
+
+replace github.com/fiberguard/fiberguard/v3/throttle => ../v3/throttle
+
+replace github.com/fiberguard/fiberguard/v3/upstreampick => ../v3/upstreampick
+
+replace github.com/fiberguard/fiberguard/v3/rebalance => ../v3/rebalance

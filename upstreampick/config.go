@@ -27,8 +27,21 @@ type Config struct {
 	// "http://127.0.0.1", "HTTP://127.0.0.1:80/"), is rejected. The list can be replaced at run time with
 	// Picker.SetServers.
 	//
-	// Required.
+	// Required, unless Discover names at least one name.
 	Servers []string
+
+	// Discover adds the upstreams that DNS names resolve to: DNS("http://api.ns.svc:8080", interval) for the
+	// addresses of A/AAAA records, DNSSRV("_http._tcp.api.ns.svc", "http", interval) for SRV records. Each name
+	// is resolved by NewPicker (which waits for the answers, each at most half its interval), then every
+	// interval (0: 5 s), and at once, at most once a second, while no upstream is pickable. A new address starts
+	// unmeasured; an address missing from three answers in a row drains, as a server SetServers removes does;
+	// one that comes back aborts its drain. An upstream is its address: its tier, average and health survive
+	// answers in any order. A failed resolution, and an answer with no address (NXDOMAIN included), change
+	// nothing: a name keeps its last addresses. Status().Discovery and the resolutions_total metric show each
+	// name; each distinct failure is logged once.
+	//
+	// Optional. Default: nil (Servers only)
+	Discover []Discovery
 
 	// Mode selects how an upstream is picked: ModeLatency (random inside the nearest tier), ModeLeastPending
 	// (power of two choices inside the nearest tier) or ModeRandom (ignores latency).
@@ -74,8 +87,15 @@ type Config struct {
 	// Optional. Default: nil
 	ConfigureClient func(server string, c *fasthttp.HostClient)
 
+	// Resolver resolves the names of Discover: a *net.Resolver (say, with a Dial of its own to reach a given
+	// DNS server) or any type with its LookupHost and LookupSRV methods.
+	//
+	// Optional. Default: nil (net.DefaultResolver)
+	Resolver Resolver
+
 	// LookupHost resolves an upstream's host name before a health dial, so name resolution is never part of
-	// the measured connect time.
+	// the measured connect time. It is not called for an upstream written as an IP address, as every
+	// discovered one is.
 	//
 	// Optional. Default: nil (net.DefaultResolver.LookupHost)
 	LookupHost func(ctx context.Context, host string) (addrs []string, err error)
@@ -126,7 +146,7 @@ type Config struct {
 	Context context.Context
 }
 
-// ConfigDefault is the default config. Servers has no default.
+// ConfigDefault is the default config. Servers and Discover have no default.
 var ConfigDefault = Config{
 	Mode:           ModeLatency,
 	HealthInterval: time.Second,
@@ -163,6 +183,7 @@ func (cfg Config) validate() {
 func (cfg *Config) coreConfig() core.Config {
 	return core.Config{
 		Servers:         cfg.Servers,
+		Discover:        cfg.Discover,
 		Mode:            cfg.Mode,
 		HealthInterval:  cfg.HealthInterval,
 		HealthTimeout:   cfg.HealthTimeout,
@@ -170,6 +191,7 @@ func (cfg *Config) coreConfig() core.Config {
 		Timeout:         cfg.Timeout,
 		Retries:         cfg.Retries,
 		ConfigureClient: cfg.ConfigureClient,
+		Resolver:        cfg.Resolver,
 		LookupHost:      cfg.LookupHost,
 		Dial:            cfg.Dial,
 		RetryAfter:      cfg.RetryAfter,
@@ -185,6 +207,7 @@ func (cfg *Config) coreConfig() core.Config {
 // setCore sets the fields the core takes from c.
 func (cfg *Config) setCore(c core.Config) {
 	cfg.Servers = c.Servers
+	cfg.Discover = c.Discover
 	cfg.Mode = c.Mode
 	cfg.HealthInterval = c.HealthInterval
 	cfg.HealthTimeout = c.HealthTimeout
@@ -192,6 +215,7 @@ func (cfg *Config) setCore(c core.Config) {
 	cfg.Timeout = c.Timeout
 	cfg.Retries = c.Retries
 	cfg.ConfigureClient = c.ConfigureClient
+	cfg.Resolver = c.Resolver
 	cfg.LookupHost = c.LookupHost
 	cfg.Dial = c.Dial
 	cfg.RetryAfter = c.RetryAfter

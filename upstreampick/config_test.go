@@ -3,6 +3,7 @@ package upstreampick
 import (
 	"context"
 	"errors"
+	"net"
 	"reflect"
 	"strings"
 	"testing"
@@ -28,6 +29,7 @@ func TestNewPickerPanicsNamingTheField(t *testing.T) {
 		{Config{Servers: []string{"127.0.0.1:1"}, DrainTimeout: -1}, "Config.DrainTimeout"},
 		{Config{Servers: []string{"127.0.0.1:1"}, Timeout: -1}, "Config.Timeout"},
 		{Config{Servers: []string{"127.0.0.1:1"}, Name: "a\r\nSet-Cookie: x"}, "Config.Name"},
+		{Config{Discover: []Discovery{DNS("api.test", 0)}}, "Config.Discover"},
 	}
 	for _, tt := range tests {
 		for ctor, build := range map[string]func(Config){
@@ -56,7 +58,8 @@ func TestConfigDefault(t *testing.T) {
 		cfg.DrainTimeout != 30*time.Second, cfg.Timeout != time.Second, cfg.Retries != 0,
 		cfg.OnReject == nil, cfg.RetryAfter != time.Second, cfg.Name != "default",
 		// nil means the default, resolved where it is used.
-		cfg.LookupHost != nil, cfg.Dial != nil, cfg.Registerer != nil, cfg.Context != nil:
+		cfg.LookupHost != nil, cfg.Dial != nil, cfg.Registerer != nil, cfg.Context != nil,
+		cfg.Discover != nil, cfg.Resolver != nil:
 		t.Fatalf("defaults not applied: %+v", cfg)
 	}
 	if cfg := configDefault(Config{Servers: []string{"127.0.0.1:1"}}); cfg.Retries != 2 {
@@ -100,7 +103,7 @@ func TestConfigMirrorsTheCore(t *testing.T) {
 		case reflect.String:
 			v.SetString(f.Name)
 		case reflect.Slice:
-			v.Set(reflect.ValueOf([]string{f.Name}))
+			v.Set(reflect.MakeSlice(v.Type(), 1, 1))
 		case reflect.Func:
 			v.Set(reflect.MakeFunc(v.Type(), func([]reflect.Value) []reflect.Value { panic(f.Name) }))
 		case reflect.Interface:
@@ -109,6 +112,8 @@ func TestConfigMirrorsTheCore(t *testing.T) {
 				v.Set(reflect.ValueOf(prometheus.NewRegistry()))
 			case "Context":
 				v.Set(reflect.ValueOf(context.Background()))
+			case "Resolver":
+				v.Set(reflect.ValueOf(&net.Resolver{}))
 			default:
 				t.Fatalf("no test value for core.Config.%s", f.Name)
 			}

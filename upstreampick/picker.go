@@ -12,9 +12,11 @@ type Picker struct {
 	core *core.Picker
 }
 
-// NewPicker creates a Picker over cfg.Servers and starts its health checks; the first round starts at once and
-// NewPicker does not wait for it. Until an upstream's first dial completes it is picked like a member of the
-// nearest tier. NewPicker panics, naming the field, when the config is invalid.
+// NewPicker creates a Picker over cfg.Servers and the addresses of cfg.Discover, and starts its health checks;
+// the first round starts at once and NewPicker does not wait for it. With Discover it first resolves every name
+// at once and waits for the answers, each at most half its interval. Until an upstream's first dial completes
+// it is picked like a member of the nearest tier. NewPicker panics, naming the field, when the config is
+// invalid.
 func NewPicker(config ...Config) *Picker {
 	cfg := configDefault(config...)
 	cfg.validate()
@@ -33,12 +35,14 @@ func (p *Picker) LBClient() *fasthttp.LBClient { return p.core.LBClient() }
 // BalancingClient returns the picker as a fasthttp.BalancingClient, for an LBClient of your own.
 func (p *Picker) BalancingClient() fasthttp.BalancingClient { return p.core.BalancingClient() }
 
-// SetServers replaces the upstream list. New servers start unmeasured and pickable; kept servers keep their
-// state (a server is matched by scheme, host and port, so "127.0.0.1:80" keeps the state of "http://127.0.0.1"
-// and takes the new spelling as its name); removed servers drain: they get no new requests and are forgotten
-// (with their metrics) once their requests in flight have finished or Config.DrainTimeout has passed, checked
-// every HealthInterval. Listing a draining server again aborts its drain. An invalid list is rejected as a
-// whole with an error.
+// SetServers replaces the upstream list; with Config.Discover it replaces the static part only (what
+// Config.Servers listed): discovered upstreams stay, and an empty list, allowed then, leaves only them. New
+// servers start unmeasured and pickable; kept servers keep their state (a server is matched by scheme, host and
+// port, so "127.0.0.1:80" keeps the state of "http://127.0.0.1" and takes the new spelling as its name; so is a
+// discovered address listed here too); removed servers drain: they get no new requests and are forgotten (with
+// their metrics) once their requests in flight have finished or Config.DrainTimeout has passed, checked every
+// HealthInterval. Listing a draining server again aborts its drain. An invalid list is rejected as a whole with
+// an error.
 func (p *Picker) SetServers(servers []string) error { return p.core.SetServers(servers) }
 
 // Pick chooses an upstream for a request the caller sends itself, and counts it as a pick. It returns the
@@ -46,10 +50,12 @@ func (p *Picker) SetServers(servers []string) error { return p.core.SetServers(s
 // not allocate.
 func (p *Picker) Pick() (server string, ok bool) { return p.core.Pick() }
 
-// Status returns a fresh view: every upstream, configured ones in configuration order, then draining ones.
+// Status returns a fresh view: every upstream, listed ones first (the static servers in their order, then each
+// discovered name's addresses), then draining ones; and every discovered name.
 func (p *Picker) Status() Status { return p.core.Status() }
 
-// Close stops the health checks, waits for the health goroutine to end, unregisters the metrics and closes
-// idle upstream connections; Config.Context being done does the same. Requests, even concurrent ones, are
-// still answered afterwards, through the last pickable set. Close is idempotent and returns nil.
+// Close stops the health checks and the resolutions of Config.Discover, waits for their goroutines to end,
+// unregisters the metrics and closes idle upstream connections; Config.Context being done does the same.
+// Requests, even concurrent ones, are still answered afterwards, through the last pickable set. Close is
+// idempotent and returns nil.
 func (p *Picker) Close() error { return p.core.Close() }

@@ -32,6 +32,7 @@ func (b *balancer) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, de
 	if u == nil {
 		b.rejected.Add(1)
 		req.SetUserValue(b, rejectedMark{})
+		b.p.wakeDiscovery()
 		return b.p.noUpstream
 	}
 	b.admitted.Add(1)

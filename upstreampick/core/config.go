@@ -14,6 +14,7 @@ import (
 // fills it with Fill from its ConfigDefault, then passes it to New.
 type Config struct {
 	Servers         []string
+	Discover        []Discovery
 	Mode            Mode
 	HealthInterval  time.Duration
 	HealthTimeout   time.Duration
@@ -21,6 +22,7 @@ type Config struct {
 	Timeout         time.Duration
 	Retries         int
 	ConfigureClient func(server string, c *fasthttp.HostClient)
+	Resolver        Resolver
 	LookupHost      func(ctx context.Context, host string) (addrs []string, err error)
 	Dial            func(ctx context.Context, addr string) (net.Conn, error)
 	RetryAfter      time.Duration
@@ -71,8 +73,8 @@ func (cfg Config) Fill(def Config) Config {
 // Validate panics, naming the field, when cfg (filled by Fill) is invalid.
 func (cfg Config) Validate() {
 	switch {
-	case len(cfg.Servers) == 0:
-		panic("upstreampick: Config.Servers must list at least one server")
+	case len(cfg.Servers) == 0 && len(cfg.Discover) == 0:
+		panic("upstreampick: Config.Servers must list at least one server, or Config.Discover a name")
 	case cfg.Mode < ModeLatency || cfg.Mode > ModeRandom:
 		panic("upstreampick: Config.Mode must be ModeLatency, ModeLeastPending or ModeRandom")
 	case cfg.HealthInterval < 0:
@@ -88,6 +90,9 @@ func (cfg Config) Validate() {
 	}
 	if _, err := parseServers(cfg.Servers); err != nil {
 		panic("upstreampick: Config.Servers: " + err.Error())
+	}
+	if why := validateDiscover(cfg.Discover); why != "" {
+		panic("upstreampick: " + why)
 	}
 }
 

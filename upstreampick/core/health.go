@@ -101,22 +101,25 @@ func (p *Picker) round() {
 	}
 }
 
-// probe resolves u's host, then times a dial to its first address. Name resolution is not timed. With the
-// default dialer on Linux the time is the handshake round trip the kernel measured, when it has one and it is
-// below the wall clock's.
+// probe resolves u's host (unless it is an IP address), then times a dial to its first address. Name
+// resolution is not timed. With the default dialer on Linux the time is the handshake round trip the kernel
+// measured, when it has one and it is below the wall clock's.
 func (p *Picker) probe(u *upstream) (time.Duration, error) {
-	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.HealthTimeout)
-	addrs, err := p.lookup(ctx, u.host)
-	cancel()
-	if err != nil {
-		return 0, err
+	addr := net.JoinHostPort(u.host, u.port)
+	if !u.literal {
+		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.HealthTimeout)
+		addrs, err := p.lookup(ctx, u.host)
+		cancel()
+		if err != nil {
+			return 0, err
+		}
+		if len(addrs) == 0 {
+			return 0, errors.New("upstreampick: " + u.host + " resolves to no address")
+		}
+		addr = net.JoinHostPort(addrs[0], u.port)
 	}
-	if len(addrs) == 0 {
-		return 0, errors.New("upstreampick: " + u.host + " resolves to no address")
-	}
-	addr := net.JoinHostPort(addrs[0], u.port)
 
-	ctx, cancel = context.WithTimeout(p.ctx, p.cfg.HealthTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.HealthTimeout)
 	defer cancel()
 	start := time.Now()
 	conn, err := p.dial(ctx, addr)

@@ -194,3 +194,27 @@ func TestRequestsDialThroughConfigDial(t *testing.T) {
 		}
 	})
 }
+
+// TestHealthDoesNotResolveAddresses: an upstream written as an IP address (every discovered one is) is dialled
+// without Config.LookupHost, so a resolver that knows only names cannot make it unhealthy.
+func TestHealthDoesNotResolveAddresses(t *testing.T) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, nil)
+		n.Serve(ip1+":8080", time.Millisecond, nil)
+		dns := newFakeDNS()
+		dns.SetHost("api.test", ip1)
+		cfg := dnsConfig(dns, []string{addrA}, DNS(apiTarget, every))
+		cfg.LookupHost = dns.LookupHost
+		p := picker(n, cfg)
+		eventually(t, "measured", func() bool { return allSampled(p) })
+		time.Sleep(5 * cfg.HealthInterval)
+		for _, u := range p.Status().Upstreams {
+			if !u.Healthy || !u.Sampled {
+				t.Fatalf("%+v, want healthy and measured", u)
+			}
+		}
+		if got := dns.Lookups(ip1) + dns.Lookups("10.0.0.1"); got != 0 {
+			t.Fatalf("%d lookups of IP addresses before health dials, want none", got)
+		}
+	})
+}

@@ -8,12 +8,14 @@ import (
 )
 
 // collector exports a Picker's state. It reads the state when scraped, so the request path touches no metric,
-// and a removed upstream's series disappear with it. Label values are Config.Name and configured servers.
+// and a removed upstream's series disappear with it. Label values are Config.Name, configured servers and
+// Discover targets, and the addresses those resolve to: never anything from a request.
 type collector struct {
 	p   *Picker
 	reg prometheus.Registerer
 
 	requests, rtt, tier, healthy, draining, picks *prometheus.Desc
+	resolutions, discovered                       *prometheus.Desc
 }
 
 // registerCollector registers p's metrics on reg, labelled name=name. A duplicate registration (the same name
@@ -35,6 +37,12 @@ func registerCollector(p *Picker, reg prometheus.Registerer, name string, warnf 
 		healthy:  desc("healthy", "1 when the upstream is healthy, 0 after two consecutive connection failures."),
 		draining: desc("draining", "1 while the upstream, removed from the server list, drains."),
 		picks:    desc("picks_total", "Requests sent to the upstream."),
+		resolutions: prometheus.NewDesc("fiberguard_upstreampick_resolutions_total",
+			`Resolutions of a Discover name by result: "ok", "partial" (an SRV target failed; its addresses are kept), "empty" (no address; nothing removed) or "error" (nothing changed).`,
+			[]string{"target", "result"}, constant),
+		discovered: prometheus.NewDesc("fiberguard_upstreampick_discovered",
+			"Upstreams a Discover name contributes: the addresses of its last answers.",
+			[]string{"target"}, constant),
 	}
 	if !metricsreg.Register(reg, c, warnf, "upstreampick "+strconv.Quote(name),
 		"set Config.Name to tell Pickers on one registry apart; this one exports none") {
@@ -53,6 +61,8 @@ func (c *collector) Describe(ch chan<- *prometheus.Desc) {
 	ch <- c.healthy
 	ch <- c.draining
 	ch <- c.picks
+	ch <- c.resolutions
+	ch <- c.discovered
 }
 
 // Collect implements prometheus.Collector.
@@ -76,5 +86,11 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		ch <- prometheus.MustNewConstMetric(c.healthy, prometheus.GaugeValue, b2f(!u.unhealthy.Load()), server)
 		ch <- prometheus.MustNewConstMetric(c.draining, prometheus.GaugeValue, b2f(u.draining), server)
 		ch <- prometheus.MustNewConstMetric(c.picks, prometheus.CounterValue, float64(u.picks.Load()), server)
+	}
+	for _, s := range c.p.sources {
+		for r, n := range s.results {
+			ch <- prometheus.MustNewConstMetric(c.resolutions, prometheus.CounterValue, float64(n), s.d.target, resultNames[r])
+		}
+		ch <- prometheus.MustNewConstMetric(c.discovered, prometheus.GaugeValue, float64(len(s.members.members)), s.d.target)
 	}
 }

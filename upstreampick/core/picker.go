@@ -1,6 +1,7 @@
-// Package core is upstreampick without a web framework: the server list, the connect-time averages and latency
-// tiers, the immutable pick set, the health goroutine, draining, the fasthttp balancing client with its retries,
-// the metrics, the Status view, the rejection headers and the lifecycle. It imports no Fiber package.
+// Package core is upstreampick without a web framework: the server list, DNS discovery, the connect-time
+// averages and latency tiers, the immutable pick set, the health goroutine, draining, the fasthttp balancing
+// client with its retries, the metrics, the Status view, the rejection headers and the lifecycle. It imports no
+// Fiber package.
 //
 // Applications import an adapter, not this package: github.com/fiberguard/fiberguard/upstreampick for Fiber v2
 // or github.com/fiberguard/fiberguard/v3/upstreampick for Fiber v3. An adapter fills a Config (Config.Fill),
@@ -13,6 +14,7 @@ import (
 	"log"
 	"math/rand/v2"
 	"net"
+	"net/netip"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -42,30 +44,43 @@ type Picker struct {
 	dial      func(ctx context.Context, addr string) (net.Conn, error)
 	kernelRTT bool
 
-	mu    sync.Mutex
-	ups   []*upstream // configured upstreams in configuration order, then draining ones
-	tiers tierBuilder
+	// resolver is Config.Resolver or its default; sources are Config.Discover's names (fixed after New).
+	resolver Resolver
+	sources  []*source
+	warnf    func(format string, v ...any)
+
+	mu sync.Mutex
+	// static is the list of Config.Servers, then of SetServers.
+	static []target
+	ups    []*upstream // listed upstreams (see targetsLocked), then draining ones
+	tiers  tierBuilder
 	// updated is when the last health round ended; nil before the first.
 	updated *time.Time
 
 	metrics *collector
 
-	ctx       context.Context
-	cancel    context.CancelFunc
-	done      chan struct{}
-	closeOnce sync.Once
+	ctx    context.Context
+	cancel context.CancelFunc
+	// done is closed when the health goroutine ends; discovering counts the discovery goroutines.
+	done        chan struct{}
+	discovering sync.WaitGroup
+	closeOnce   sync.Once
 }
 
 // upstream is one server.
 type upstream struct {
 	key  string // target.key: the same server however it is spelt
 	host string // for name resolution
-	port string
-	tls  bool
-	hc   *fasthttp.HostClient
+	// literal tells that host is an IP address, which needs no resolution.
+	literal bool
+	port    string
+	tls     bool
+	hc      *fasthttp.HostClient
 
 	// name is the server as last configured (SetServers may respell it): the metric label and status key.
 	name atomic.Pointer[string]
+	// source is the Discover target that lists it; "" for a static server. Guarded by Picker.mu.
+	source string
 
 	picks     atomic.Uint64
 	fails     atomic.Int32 // consecutive connection failures
@@ -83,9 +98,11 @@ type upstream struct {
 // errNoUpstream is the default Config.NoUpstream.
 var errNoUpstream = errors.New("upstreampick: no upstream available")
 
-// New creates a Picker over cfg.Servers and starts its health checks; the first round starts at once and New
-// does not wait for it. Until an upstream's first dial completes it is picked like a member of the nearest
-// tier. cfg must have been filled (Fill); New panics, naming the field, when it is invalid.
+// New creates a Picker over cfg.Servers and the addresses of cfg.Discover, and starts its health checks; the
+// first round starts at once and New does not wait for it. With cfg.Discover, New first resolves every name at
+// once and waits for the answers, each bounded by half its interval. Until an upstream's first dial completes
+// it is picked like a member of the nearest tier. cfg must have been filled (Fill); New panics, naming the
+// field, when it is invalid.
 func New(cfg Config) *Picker {
 	cfg.Validate()
 	parent := cfg.Context
@@ -113,6 +130,15 @@ func New(cfg Config) *Picker {
 	if p.dial == nil {
 		p.dial, p.kernelRTT = dialTCP, true
 	}
+	p.resolver = cfg.Resolver
+	if p.resolver == nil {
+		p.resolver = net.DefaultResolver
+	}
+	p.warnf = cfg.Warnf
+	if p.warnf == nil {
+		p.warnf = log.Printf
+	}
+	p.sources = newSources(cfg.Discover)
 	p.bal = &balancer{p: p}
 	p.lbc = &fasthttp.LBClient{
 		Clients: []fasthttp.BalancingClient{p.bal},
@@ -121,21 +147,24 @@ func New(cfg Config) *Picker {
 		HealthCheck: func(*fasthttp.Request, *fasthttp.Response, error) bool { return true },
 	}
 
-	targets, _ := parseServers(cfg.Servers) // checked by Validate
-	p.setTargets(targets)
+	p.static, _ = parseServers(cfg.Servers) // checked by Validate
+	p.resolveFirst()
+	p.mu.Lock()
+	p.setTargetsLocked(p.targetsLocked())
+	p.mu.Unlock()
 
 	if !cfg.DisableMetrics {
 		reg := cfg.Registerer
 		if reg == nil {
 			reg = prometheus.DefaultRegisterer
 		}
-		warnf := cfg.Warnf
-		if warnf == nil {
-			warnf = log.Printf
-		}
-		p.metrics = registerCollector(p, reg, cfg.Name, warnf)
+		p.metrics = registerCollector(p, reg, cfg.Name, p.warnf)
 	}
 	go p.run()
+	for _, s := range p.sources {
+		p.discovering.Add(1)
+		go p.discover(s)
+	}
 	return p
 }
 
@@ -151,35 +180,39 @@ func (p *Picker) LBClient() *fasthttp.LBClient { return p.lbc }
 // BalancingClient returns the picker as a fasthttp.BalancingClient, for an LBClient of your own.
 func (p *Picker) BalancingClient() fasthttp.BalancingClient { return p.bal }
 
-// SetServers replaces the upstream list; it is the one way the set of upstreams changes after New. New servers
-// start unmeasured and pickable; kept servers keep their state (a server is matched by scheme, host and port,
-// so "127.0.0.1:80" keeps the state of "http://127.0.0.1" and takes the new spelling as its name); removed
-// servers drain: they get no new requests and are forgotten (with their metrics) once their requests in flight
-// have finished or Config.DrainTimeout has passed, checked every HealthInterval. Listing a draining server
-// again aborts its drain. An invalid list is rejected as a whole with an error.
+// SetServers replaces the upstream list; with Config.Discover it replaces the static part only (what
+// Config.Servers listed): discovered upstreams stay, and an empty list, allowed then, leaves only them. It is
+// the one way the static servers change after New. New servers start unmeasured and pickable; kept servers
+// keep their state (a server is matched by scheme, host and port, so "127.0.0.1:80" keeps the state of
+// "http://127.0.0.1" and takes the new spelling as its name; so is a discovered address listed here too);
+// removed servers drain: they get no new requests and are forgotten (with their metrics) once their requests
+// in flight have finished or Config.DrainTimeout has passed, checked every HealthInterval. Listing a draining
+// server again aborts its drain. An invalid list is rejected as a whole with an error.
 func (p *Picker) SetServers(servers []string) error {
-	if len(servers) == 0 {
+	if len(servers) == 0 && len(p.sources) == 0 {
 		return errors.New("upstreampick: SetServers needs at least one server")
 	}
 	targets, err := parseServers(servers)
 	if err != nil {
 		return errors.New("upstreampick: SetServers: " + err.Error())
 	}
-	p.setTargets(targets)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.static = targets
+	p.setTargetsLocked(p.targetsLocked())
 	return nil
 }
 
-// setTargets makes targets (parsed, without duplicates) the upstream list: New starts with it, and SetServers
-// is the one way it changes afterwards. Kept upstreams keep their state, new ones start unmeasured, and
-// upstreams no longer listed drain.
-func (p *Picker) setTargets(targets []target) {
+// setTargetsLocked makes targets (parsed, without duplicates) the upstream list: the single entry point of
+// every change, from New, SetServers and discovery. Kept upstreams keep their state, new ones start
+// unmeasured, and upstreams no longer listed drain; a draining upstream listed again stops draining. p.mu must
+// be held.
+func (p *Picker) setTargetsLocked(targets []target) {
 	seen := make(map[string]bool, len(targets))
 	for _, t := range targets {
 		seen[t.key] = true
 	}
 
-	p.mu.Lock()
-	defer p.mu.Unlock()
 	old := make(map[string]*upstream, len(p.ups))
 	for _, u := range p.ups {
 		old[u.key] = u
@@ -192,7 +225,7 @@ func (p *Picker) setTargets(targets []target) {
 		} else if *u.name.Load() != t.server {
 			u.name.Store(&t.server)
 		}
-		u.draining = false
+		u.draining, u.source = false, t.source
 		ups = append(ups, u)
 	}
 	deadline := time.Now().Add(p.cfg.DrainTimeout)
@@ -220,13 +253,15 @@ func (p *Picker) Pick() (server string, ok bool) {
 	return *u.name.Load(), true
 }
 
-// Close stops the health checks, waits for the health goroutine to end, unregisters the metrics and closes
-// idle upstream connections; Config.Context being done does the same. Requests, even concurrent ones, are
-// still answered afterwards, through the last pickable set. Close is idempotent and returns nil.
+// Close stops the health checks and the resolutions of Config.Discover, waits for their goroutines to end,
+// unregisters the metrics and closes idle upstream connections; Config.Context being done does the same.
+// Requests, even concurrent ones, are still answered afterwards, through the last pickable set. Close is
+// idempotent and returns nil.
 func (p *Picker) Close() error {
 	p.closeOnce.Do(func() {
 		p.cancel()
 		<-p.done
+		p.discovering.Wait()
 		if p.metrics != nil {
 			p.metrics.unregister()
 		}
@@ -265,6 +300,9 @@ func (p *Picker) rebuildLocked() {
 	}
 	set.items = set.ladder[0]
 	p.set.Store(set)
+	if len(set.items) == 0 {
+		p.wakeDiscovery()
+	}
 }
 
 func pendingRequests(u *upstream) int { return u.hc.PendingRequests() }
@@ -277,7 +315,8 @@ func (p *Picker) pick() *upstream {
 
 // newUpstream builds an upstream and its HostClient.
 func (p *Picker) newUpstream(t target) *upstream {
-	u := &upstream{key: t.key, host: t.host, port: t.port, tls: t.tls, tier: noTier}
+	_, err := netip.ParseAddr(t.host)
+	u := &upstream{key: t.key, host: t.host, literal: err == nil, port: t.port, tls: t.tls, tier: noTier}
 	u.name.Store(&t.server)
 	u.hc = p.newHostClient(u, t)
 	return u

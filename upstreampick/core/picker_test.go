@@ -179,17 +179,20 @@ func TestStatusJSON(t *testing.T) {
 
 		// Before the first round has ended (its dial takes 1 ms).
 		m := decode()
-		if got, want := keys(m), []string{"admitted", "mode", "name", "rejected", "updated_at", "upstreams"}; !slices.Equal(got, want) {
+		if got, want := keys(m), []string{"admitted", "discovery", "mode", "name", "rejected", "updated_at", "upstreams"}; !slices.Equal(got, want) {
 			t.Fatalf("status keys %v, want %v", got, want)
 		}
 		if m["name"] != "edge" || m["updated_at"] != nil || m["mode"] != "latency" || m["rejected"] != 0.0 || m["admitted"] != 0.0 {
 			t.Fatalf("status before the first round %v, want name edge and updated_at null", m)
 		}
+		if d, ok := m["discovery"].([]any); !ok || len(d) != 0 {
+			t.Fatalf("discovery %v without Config.Discover, want []", m["discovery"])
+		}
 		u := m["upstreams"].([]any)[0].(map[string]any)
-		if got, want := keys(u), []string{"active", "draining", "healthy", "in_flight", "picks", "rtt_seconds", "sampled", "server", "tier"}; !slices.Equal(got, want) {
+		if got, want := keys(u), []string{"active", "discovered", "draining", "healthy", "in_flight", "picks", "rtt_seconds", "sampled", "server", "tier"}; !slices.Equal(got, want) {
 			t.Fatalf("upstream keys %v, want %v", got, want)
 		}
-		if u["rtt_seconds"] != 0.0 || u["sampled"] != false || u["tier"] != -1.0 || u["server"] != addrA {
+		if u["rtt_seconds"] != 0.0 || u["sampled"] != false || u["tier"] != -1.0 || u["server"] != addrA || u["discovered"] != "" {
 			t.Fatalf("upstream before the first round %v", u)
 		}
 

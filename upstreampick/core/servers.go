@@ -18,6 +18,8 @@ type target struct {
 	host string // for name resolution; lower case
 	port string
 	tls  bool
+	// source is the Discover target that found it; "" for a static server.
+	source string
 }
 
 // parseServers parses a server list; a server listed twice, in any spelling, is an error.

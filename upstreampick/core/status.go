@@ -15,6 +15,8 @@ type Status struct {
 	Admitted  uint64           `json:"admitted"`
 	Rejected  uint64           `json:"rejected"`
 	Upstreams []UpstreamStatus `json:"upstreams"`
+	// Discovery holds one entry per name of Config.Discover, in its order; empty without discovery.
+	Discovery []DiscoveryStatus `json:"discovery"`
 }
 
 // UpstreamStatus is one upstream's state.
@@ -32,9 +34,37 @@ type UpstreamStatus struct {
 	Picks uint64 `json:"picks"`
 	// Active reports whether new requests currently go to this upstream.
 	Active bool `json:"active"`
+	// Discovered is the Config.Discover target that lists the upstream (DiscoveryStatus.Target); "" for a
+	// server of Config.Servers or SetServers.
+	Discovered string `json:"discovered"`
 }
 
-// Status returns a fresh view: every upstream, configured ones in configuration order, then draining ones.
+// DiscoveryStatus is the state of one name of Config.Discover.
+type DiscoveryStatus struct {
+	// Target is the name as given: DNS's server or DNSSRV's name (the target label of the metrics).
+	Target string `json:"target"`
+	// Type is "dns" (A and AAAA records) or "dns-srv".
+	Type            string  `json:"type"`
+	IntervalSeconds float64 `json:"interval_seconds"`
+	// ResolvedAt is when an answer last found addresses; nil before the first.
+	ResolvedAt *time.Time `json:"resolved_at"`
+	// Addresses are the upstreams the name contributes ("scheme://address:port"), by address. They are the last
+	// addresses found: an answer that finds none, or a failure, changes nothing.
+	Addresses []string `json:"addresses"`
+	// Missing are the Addresses absent from the latest answers: one leaves (and drains) once absent from three
+	// answers in a row.
+	Missing []string `json:"missing"`
+	// LastError says why the last resolution that was not a full success failed, found no address, or failed
+	// in part; LastErrorAt is when. "" and nil before the first.
+	LastError   string     `json:"last_error"`
+	LastErrorAt *time.Time `json:"last_error_at"`
+	// Resolutions counts the resolutions since NewPicker, Errors those that set LastError.
+	Resolutions uint64 `json:"resolutions"`
+	Errors      uint64 `json:"errors"`
+}
+
+// Status returns a fresh view: every upstream, listed ones first (the static servers in their order, then each
+// discovered name's addresses), then draining ones; and every discovered name.
 func (p *Picker) Status() Status {
 	active := map[*upstream]bool{}
 	for _, u := range p.set.Load().items {
@@ -48,6 +78,7 @@ func (p *Picker) Status() Status {
 		Admitted:  p.bal.admitted.Load(),
 		Rejected:  p.bal.rejected.Load(),
 		Upstreams: make([]UpstreamStatus, 0, len(p.ups)),
+		Discovery: p.discoveryStatusLocked(),
 	}
 	if p.updated != nil {
 		t := *p.updated
@@ -64,6 +95,7 @@ func (p *Picker) Status() Status {
 			InFlight:   u.hc.PendingRequests(),
 			Picks:      u.picks.Load(),
 			Active:     active[u],
+			Discovered: u.source,
 		})
 	}
 	return st

@@ -1,7 +1,8 @@
 // Package memnet is an in-memory network for the tests of upstreampick's core and of its Fiber adapters. Its
 // Dial (for Config.Dial) sleeps a host's round trip, then connects a net.Pipe to the host's fasthttp handler.
 // Everything runs in a testing/synctest bubble (see Bubble), so a health dial's sample is exactly the round
-// trip, and nothing depends on the machine's load. It is not meant for use outside tests.
+// trip, and nothing depends on the machine's load. Its DNS (for Config.Resolver) answers with the records a
+// test sets. It is not meant for use outside tests.
 package memnet
 
 import (

@@ -1,11 +1,15 @@
 package upstreampick
 
 import (
+	"context"
 	"fmt"
+	"math/rand/v2"
 	"net"
+	"strconv"
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
@@ -46,20 +50,66 @@ func BenchmarkPick(b *testing.B) {
 					Registerer:     prometheus.NewRegistry(),
 				})
 				defer func() { _ = p.Close() }()
-				deadline := time.Now().Add(10 * time.Second)
-				for !allSampled(p) && time.Now().Before(deadline) {
-					time.Sleep(time.Millisecond)
+				picks(b, p, n)
+			})
+		}
+	}
+}
+
+// picks waits (bounded) until p has n measured upstreams, then times Pick.
+func picks(b *testing.B, p *Picker, n int) {
+	deadline := time.Now().Add(10 * time.Second)
+	for (len(p.Status().Upstreams) != n || !allSampled(p)) && time.Now().Before(deadline) {
+		time.Sleep(time.Millisecond)
+	}
+	b.ReportAllocs()
+	b.ResetTimer()
+	for b.Loop() {
+		if _, ok := p.Pick(); !ok {
+			b.Fatal("nothing pickable")
+		}
+	}
+	b.StopTimer()
+}
+
+// BenchmarkPickDiscovered is BenchmarkPick with every upstream discovered from SRV records that are resolved
+// every 10 ms, in a new order each time, while the picks run: discovery costs a pick nothing.
+func BenchmarkPickDiscovered(b *testing.B) {
+	for _, mode := range []Mode{ModeLatency, ModeLeastPending, ModeRandom} {
+		for _, n := range []int{3, 64} {
+			b.Run(fmt.Sprintf("%v/%d", mode, n), func(b *testing.B) {
+				dns := memnet.NewDNS()
+				var recs []*net.SRV
+				for _, addr := range listeners(b, n) {
+					host, port, _ := net.SplitHostPort(addr)
+					p, _ := strconv.Atoi(port)
+					recs = append(recs, &net.SRV{Target: host, Port: uint16(p)})
 				}
-				b.ReportAllocs()
-				b.ResetTimer()
-				for b.Loop() {
-					if _, ok := p.Pick(); !ok {
-						b.Fatal("nothing pickable")
-					}
+				dns.SetSRV("_bench._tcp.test", recs...)
+				p := NewPicker(Config{
+					Discover:       []Discovery{DNSSRV("_bench._tcp.test", "http", 10*time.Millisecond)},
+					Resolver:       shuffled{dns},
+					Mode:           mode,
+					HealthInterval: time.Hour,
+					Registerer:     prometheus.NewRegistry(),
+				})
+				defer func() { _ = p.Close() }()
+				picks(b, p, n)
+				if d := p.Status().Discovery[0]; d.Resolutions < 2 || d.Errors != 0 || len(d.Addresses) != n {
+					b.Fatalf("discovery %+v, want resolutions without error during the benchmark", d)
 				}
 			})
 		}
 	}
+}
+
+// shuffled returns its resolver's SRV records in a new order each time.
+type shuffled struct{ *memnet.DNS }
+
+func (s shuffled) LookupSRV(ctx context.Context, service, proto, name string) (string, []*net.SRV, error) {
+	cname, recs, err := s.DNS.LookupSRV(ctx, service, proto, name)
+	rand.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
+	return cname, recs, err
 }
 
 // BenchmarkHandlerReject drives an app's handler when no upstream can take the request: the default

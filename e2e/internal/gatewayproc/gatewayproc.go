@@ -52,7 +52,7 @@ func binary() (string, error) {
 		cmd := exec.CommandContext(ctx, "go", "build", "-o", build.bin, "./gateway")
 		cmd.Dir = examples
 		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build ./examples/gateway: %v\n%s", err, out)
+			build.err = fmt.Errorf("go build ./examples/gateway: %w\n%s", err, out)
 		}
 	})
 	return build.bin, build.err

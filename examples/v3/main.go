@@ -136,8 +136,9 @@ func newApp(getenv func(string) string) (*app, error) {
 
 func main() {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	if err := run(ctx, os.Getenv, log.Default()); err != nil {
+	err := run(ctx, os.Getenv, log.Default())
+	stop()
+	if err != nil {
 		log.Fatal(err)
 	}
 }

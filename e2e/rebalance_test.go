@@ -16,11 +16,11 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/e2e/internal/fiberapp"
 	"github.com/fiberguard/fiberguard/e2e/internal/haproxy"
 	"github.com/fiberguard/fiberguard/e2e/internal/itest"
 	"github.com/fiberguard/fiberguard/e2e/internal/promserver"
-	"github.com/fiberguard/fiberguard/rebalance"
-	"github.com/gofiber/fiber/v2"
+	rebalancecore "github.com/fiberguard/fiberguard/rebalance/core"
 	promapi "github.com/prometheus/client_golang/api"
 	promv1 "github.com/prometheus/client_golang/api/prometheus/v1"
 	"github.com/prometheus/client_golang/prometheus"
@@ -44,16 +44,19 @@ const (
 // TestRebalance runs three Fiber nodes behind a real HAProxy (TCP mode, leastconn), with a real Prometheus
 // scraping them every second. 120 keep-alive clients connect while two nodes are up; then the third starts.
 // With rebalance, every node's share comes within the threshold of the average and no request fails; without it
-// (the control) the third node stays empty. Stopping one node then makes no other node shed.
+// (the control) the third node stays empty. Stopping one node then makes no other node shed. It runs on each
+// Fiber version: nodes and adapter of that version.
 func TestRebalance(t *testing.T) {
 	itest.RequireBinary(t, "haproxy")
 	itest.RequireBinary(t, "prometheus")
 
-	t.Run("rebalance", testRebalanceOn)
-	t.Run("control", testRebalanceOff)
+	fiberapp.Each(t, func(t *testing.T, fv fiberapp.Version) {
+		t.Run("rebalance", func(t *testing.T) { testRebalanceOn(t, fv) })
+		t.Run("control", func(t *testing.T) { testRebalanceOff(t, fv) })
+	})
 }
 
-func testRebalanceOn(t *testing.T) {
+func testRebalanceOn(t *testing.T, fv fiberapp.Version) {
 	appAddrs, metricsAddrs := freeAddrs(t, 3), freeAddrs(t, 3)
 
 	// Prometheus returns once every target has been scraped: empty endpoints answer until the nodes start.
@@ -68,7 +71,7 @@ func testRebalanceOn(t *testing.T) {
 
 	nodes := make([]*rbNode, 3)
 	for i := range 2 {
-		nodes[i] = startNode(t, i, appAddrs[i], metricsAddrs[i], prom.URL())
+		nodes[i] = startNode(t, fv, i, appAddrs[i], metricsAddrs[i], prom.URL())
 	}
 	px := haproxy.Start(t, haproxy.Config{Servers: appAddrs})
 	rec := &recorder{t: t, nodes: nodes}
@@ -81,7 +84,7 @@ func testRebalanceOn(t *testing.T) {
 		for _, n := range nodes[:2] {
 			s := n.rb.Status()
 			// Counted catches up with the connections once they have lasted Config.Window.
-			if s.Nodes != 2 || s.Decision != rebalance.DecisionBalanced || s.Counted != s.Connections || s.Counted < rbClients/4 {
+			if s.Nodes != 2 || s.Decision != rebalancecore.DecisionBalanced || s.Counted != s.Connections || s.Counted < rbClients/4 {
 				return false
 			}
 		}
@@ -98,7 +101,7 @@ func testRebalanceOn(t *testing.T) {
 	}
 
 	// Scale out: the third node starts empty; the balancer places only new connections.
-	nodes[2] = startNode(t, 2, appAddrs[2], metricsAddrs[2], prom.URL())
+	nodes[2] = startNode(t, fv, 2, appAddrs[2], metricsAddrs[2], prom.URL())
 	start := time.Now()
 	streak := 0
 	rec.until(rbConverge, "every node's share within the threshold of the average", func() bool {
@@ -121,8 +124,8 @@ func testRebalanceOn(t *testing.T) {
 				before[i], changed = s, true
 			}
 		}
-		if changed || nodes[0].rb.Status().Decision == rebalance.DecisionShedding ||
-			nodes[1].rb.Status().Decision == rebalance.DecisionShedding {
+		if changed || nodes[0].rb.Status().Decision == rebalancecore.DecisionShedding ||
+			nodes[1].rb.Status().Decision == rebalancecore.DecisionShedding {
 			quiet = 0
 			return false
 		}
@@ -163,18 +166,18 @@ func testRebalanceOn(t *testing.T) {
 	rec.write("rebalance")
 }
 
-func testRebalanceOff(t *testing.T) {
+func testRebalanceOff(t *testing.T, fv fiberapp.Version) {
 	appAddrs := freeAddrs(t, 3)
 	nodes := make([]*rbNode, 3)
 	for i := range 2 {
-		nodes[i] = startNode(t, i, appAddrs[i], "", "")
+		nodes[i] = startNode(t, fv, i, appAddrs[i], "", "")
 	}
 	px := haproxy.Start(t, haproxy.Config{Servers: appAddrs})
 	rec := &recorder{t: t, nodes: nodes}
 	clients := startClients(t, px.Addr(), rbClients)
 	rec.until(60*time.Second, "every client served", func() bool { return clients.ready.Load() == rbClients })
 
-	nodes[2] = startNode(t, 2, appAddrs[2], "", "")
+	nodes[2] = startNode(t, fv, 2, appAddrs[2], "", "")
 	most := 0
 	rec.watch(20*time.Second, func() { most = max(most, rec.last[2]) })
 	if most > rbClients/20 {
@@ -204,9 +207,14 @@ const (
 // (40 each), and two nodes holding 60 connections shed against that average. Then the exporters stop. With the
 // default queries the stopped targets drop out of the reading (up becomes 0, and staleness markers end their
 // series): a reading of no nodes, never a fresh one. With a query that goes on answering with the last samples,
-// the reading ages with those samples and MaxAge makes the node stale. Neither sheds any more.
+// the reading ages with those samples and MaxAge makes the node stale. Neither sheds any more. It runs on each
+// Fiber version's adapter.
 func TestRebalanceStaleReading(t *testing.T) {
 	itest.RequireBinary(t, "prometheus")
+	fiberapp.Each(t, testRebalanceStaleReading)
+}
+
+func testRebalanceStaleReading(t *testing.T, fv fiberapp.Version) {
 
 	addrs := freeAddrs(t, 3)
 	exporters := make([]*http.Server, len(addrs))
@@ -224,17 +232,17 @@ func TestRebalanceStaleReading(t *testing.T) {
 	defer lingeringTr.CloseIdleConnections()
 	lingeringRT := &countingRoundTripper{next: lingeringTr}
 
-	node := func(cfg rebalance.Config) *rebalance.Rebalancer {
+	node := func(cfg rebalancecore.Config) rebalancer {
 		cfg.PrometheusURL = prom.URL()
 		cfg.Connections = func() int { return 60 } // balance 0.5 against 40
 		cfg.MinConnections = 10
 		cfg.DisableMetrics = true
-		r := rebalance.NewRebalancer(cfg)
+		r := fv.NewRebalancer(nil, cfg)
 		t.Cleanup(func() { _ = r.Close() })
 		return r
 	}
-	byDefault := node(rebalance.Config{})
-	lingering := node(rebalance.Config{Query: lingeringQuery, TimestampQuery: lingeringTimestampQuery, MaxAge: lingeringMaxAge,
+	byDefault := node(rebalancecore.Config{})
+	lingering := node(rebalancecore.Config{Query: lingeringQuery, TimestampQuery: lingeringTimestampQuery, MaxAge: lingeringMaxAge,
 		RoundTripper: lingeringRT, Name: "lingering"})
 
 	tr := &http.Transport{}
@@ -244,7 +252,7 @@ func TestRebalanceStaleReading(t *testing.T) {
 		t.Fatal(err)
 	}
 	promAPI := promv1.NewAPI(client)
-	read := func(src rebalance.ClusterSource) rebalance.Cluster {
+	read := func(src rebalancecore.ClusterSource) rebalancecore.Cluster {
 		t.Helper()
 		ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
 		defer cancel()
@@ -254,11 +262,11 @@ func TestRebalanceStaleReading(t *testing.T) {
 		}
 		return r
 	}
-	readDefault := rebalance.PromQL(promAPI, rebalance.DefaultQuery, rebalance.DefaultTimestampQuery)
-	readLingering := rebalance.PromQL(promAPI, lingeringQuery, lingeringTimestampQuery)
+	readDefault := rebalancecore.PromQL(promAPI, rebalancecore.DefaultQuery, rebalancecore.DefaultTimestampQuery)
+	readLingering := rebalancecore.PromQL(promAPI, lingeringQuery, lingeringTimestampQuery)
 
 	waitUntil(t, 30*time.Second, "both nodes shedding against the live targets", func() bool {
-		return byDefault.Status().Decision == rebalance.DecisionShedding && lingering.Status().Decision == rebalance.DecisionShedding
+		return byDefault.Status().Decision == rebalancecore.DecisionShedding && lingering.Status().Decision == rebalancecore.DecisionShedding
 	})
 	if r := read(readLingering); r.Nodes != 3 || r.Average != 40 || time.Since(r.At) > lingeringMaxAge {
 		t.Fatalf("reading of the live targets %+v, want 40 over 3 nodes, fresh", r)
@@ -273,7 +281,7 @@ func TestRebalanceStaleReading(t *testing.T) {
 		_ = e.Close()
 	}
 	waitUntil(t, 30*time.Second, "the default node without nodes, the lingering one stale", func() bool {
-		return byDefault.Status().Decision == rebalance.DecisionNoAverage && lingering.Status().Decision == rebalance.DecisionStale
+		return byDefault.Status().Decision == rebalancecore.DecisionNoAverage && lingering.Status().Decision == rebalancecore.DecisionStale
 	})
 
 	// Why, from Prometheus itself: every target is down, the default query finds nothing, and the lingering
@@ -301,10 +309,10 @@ func TestRebalanceStaleReading(t *testing.T) {
 	for range 3 {
 		time.Sleep(time.Second)
 		d, l := byDefault.Status(), lingering.Status()
-		if d.Decision != rebalance.DecisionNoAverage || d.Nodes != 0 || d.Budget != 0 {
+		if d.Decision != rebalancecore.DecisionNoAverage || d.Nodes != 0 || d.Budget != 0 {
 			t.Fatalf("default node %+v, want no_average over no nodes, no budget", d)
 		}
-		if l.Decision != rebalance.DecisionStale || l.Nodes != 3 || l.Budget != 0 {
+		if l.Decision != rebalancecore.DecisionStale || l.Nodes != 3 || l.Budget != 0 {
 			t.Fatalf("lingering node %+v, want stale over 3 nodes, no budget", l)
 		}
 		if d.Shed != shed[0] || l.Shed != shed[1] {
@@ -372,31 +380,29 @@ func within(counts [3]int, threshold float64) bool {
 	return true
 }
 
+// rebalancer is a rebalance.Rebalancer of either Fiber version's adapter.
+type rebalancer = fiberapp.Handle[rebalancecore.Status]
+
 // rbNode is one Fiber node of the cluster: the app behind HAProxy and, with rebalancing, the metrics endpoint
 // Prometheus scrapes.
 type rbNode struct {
 	name    string
-	app     *fiber.App
-	rb      *rebalance.Rebalancer // nil without rebalancing
+	app     fiberapp.App
+	rb      rebalancer // nil without rebalancing
 	served  chan error
 	metrics *http.Server
 	stopped atomic.Bool
 }
 
-// startNode starts node i on addr. With promURL set it rebalances with the default configuration (but a floor of
-// 10, for a cluster of 120 connections) and exports its metrics on metricsAddr.
-func startNode(t *testing.T, i int, addr, metricsAddr, promURL string) *rbNode {
+// startNode starts node i, a Fiber app of version fv, on addr. With promURL set it rebalances with the default
+// configuration (but a floor of 10, for a cluster of 120 connections) and exports its metrics on metricsAddr.
+func startNode(t *testing.T, fv fiberapp.Version, i int, addr, metricsAddr, promURL string) *rbNode {
 	t.Helper()
 	n := &rbNode{name: fmt.Sprintf("node%d", i+1), served: make(chan error, 1)}
-	n.app = fiber.New(fiber.Config{DisableStartupMessage: true})
-	// fasthttp's Date refresher would outlive the test (goleak); its idle-worker cleaner exits this long after
-	// the server stops.
-	n.app.Server().NoDefaultDate = true
-	n.app.Server().MaxIdleWorkerDuration = 100 * time.Millisecond
+	n.app = fv.NewApp()
 	if promURL != "" {
 		reg := prometheus.NewRegistry()
-		n.rb = rebalance.NewRebalancer(rebalance.Config{
-			App:            n.app,
+		n.rb = fv.NewRebalancer(n.app, rebalancecore.Config{
 			PrometheusURL:  promURL,
 			MinConnections: 10,
 			Name:           rbName,
@@ -405,9 +411,9 @@ func startNode(t *testing.T, i int, addr, metricsAddr, promURL string) *rbNode {
 		n.app.Use(n.rb.Handler())
 		n.metrics = serveMetrics(t, metricsAddr, reg)
 	}
-	n.app.Get("/", func(c *fiber.Ctx) error { return c.SendString(n.name) })
+	n.app.Get("/", func() string { return n.name })
 	ln := listen(t, addr)
-	go func() { n.served <- n.app.Listener(ln) }()
+	go func() { n.served <- n.app.Serve(ln) }()
 	t.Cleanup(n.stop)
 	return n
 }
@@ -417,7 +423,7 @@ func (n *rbNode) stop() {
 	if n == nil || n.stopped.Swap(true) {
 		return
 	}
-	_ = n.app.ShutdownWithTimeout(10 * time.Second)
+	_ = n.app.Shutdown(10 * time.Second)
 	<-n.served
 	if n.rb != nil {
 		n.rb.Close()
@@ -429,7 +435,7 @@ func (n *rbNode) open() int {
 	if n == nil || n.stopped.Load() {
 		return 0
 	}
-	return max(0, int(n.app.Server().GetOpenConnectionsCount())) // -1 until the server serves
+	return max(0, n.app.OpenConnections()) // -1 until the server serves
 }
 
 func (n *rbNode) state() string {

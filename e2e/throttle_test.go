@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/e2e/internal/fiberapp"
 	"github.com/fiberguard/fiberguard/e2e/internal/promserver"
-	"github.com/fiberguard/fiberguard/throttle"
-	"github.com/gofiber/fiber/v2"
+	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 	"github.com/valyala/fasthttp"
@@ -27,7 +27,13 @@ import (
 //   - gauge 0 again: the windows grow;
 //   - Prometheus stopped: the last value is kept for the staleness period, then the fail-closed throttle backs
 //     off to its minimum while the fail-open one keeps its window.
+//
+// It runs on each Fiber version's adapter.
 func TestThrottleFollowsRealPrometheus(t *testing.T) {
+	fiberapp.Each(t, testThrottleFollowsRealPrometheus)
+}
+
+func testThrottleFollowsRealPrometheus(t *testing.T, fv fiberapp.Version) {
 	const (
 		windowMin, windowMax = 2, 64
 		interval             = time.Second
@@ -37,21 +43,21 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 
 	busy, prom := startBusyBackend(t)
 
-	newThrottle := func(name, query string, mode throttle.FailMode) *throttle.Throttler {
-		th := throttle.NewThrottler(throttle.Config{
+	newThrottle := func(name, query string, mode throttlecore.FailMode) throttler {
+		th := fv.NewThrottler(throttlecore.Config{
 			Name: name, DisableMetrics: true,
 			PrometheusURL: prom.URL(),
-			Triggers:      []throttle.Trigger{{Name: "backend_busy", Query: query}},
+			Triggers:      []throttlecore.Trigger{{Name: "backend_busy", Query: query}},
 			Interval:      interval, Timeout: interval, Staleness: staleness, FailMode: mode,
 			WindowMin: windowMin, WindowMax: windowMax,
 		})
 		t.Cleanup(func() { _ = th.Close() })
 		return th
 	}
-	closed := newThrottle("closed", "fiberguard_e2e_backend_busy > 0.5", throttle.FailClosed)
-	open := newThrottle("open", "fiberguard_e2e_backend_busy > bool 0.5", throttle.FailOpen)
+	closed := newThrottle("closed", "fiberguard_e2e_backend_busy > 0.5", throttlecore.FailClosed)
+	open := newThrottle("open", "fiberguard_e2e_backend_busy > bool 0.5", throttlecore.FailOpen)
 
-	saturateThrottles(t, 2*windowMax, closed, open)
+	saturateThrottles(t, fv, 2*windowMax, closed, open)
 	waitUntil := func(what string, cond func() bool) {
 		t.Helper()
 		waitThrottles(t, phaseTimeout, what, cond, closed, open)
@@ -71,7 +77,7 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 
 	// Phase 2: firing. Each evaluation halves the window once; growth is held in between.
 	busy.Set(1)
-	ths := []*throttle.Throttler{closed, open}
+	ths := []throttler{closed, open}
 	prev := []int{windowMax, windowMax}
 	halvings := []int{0, 0}
 	baseBackoffs := []uint64{throttleTrigger(closed).Backoffs, throttleTrigger(open).Backoffs}
@@ -139,7 +145,13 @@ func TestThrottleFollowsRealPrometheus(t *testing.T) {
 //   - a many-to-many match, which Prometheus answers with 422 execution: an error that depends on the data
 //     (with no series it would return nothing), so it is transient and fail-closed holds the window at its
 //     minimum.
+//
+// It runs on each Fiber version's adapter.
 func TestThrottleInvalidQueryWithRealPrometheus(t *testing.T) {
+	fiberapp.Each(t, testThrottleInvalidQueryWithRealPrometheus)
+}
+
+func testThrottleInvalidQueryWithRealPrometheus(t *testing.T, fv fiberapp.Version) {
 	const (
 		windowMin, windowMax = 2, 32
 		interval             = 500 * time.Millisecond
@@ -150,12 +162,12 @@ func TestThrottleInvalidQueryWithRealPrometheus(t *testing.T) {
 	busy.Set(1) // a valid query over the gauge would fire
 
 	reg := prometheus.NewRegistry()
-	newThrottle := func(name, query string) *throttle.Throttler {
-		th := throttle.NewThrottler(throttle.Config{
+	newThrottle := func(name, query string) throttler {
+		th := fv.NewThrottler(throttlecore.Config{
 			Name: name, Registerer: reg,
 			PrometheusURL: prom.URL(),
-			Triggers:      []throttle.Trigger{{Name: "backend_busy", Query: query}},
-			Interval:      interval, Timeout: 5 * time.Second, Staleness: staleness, FailMode: throttle.FailClosed,
+			Triggers:      []throttlecore.Trigger{{Name: "backend_busy", Query: query}},
+			Interval:      interval, Timeout: 5 * time.Second, Staleness: staleness, FailMode: throttlecore.FailClosed,
 			WindowMin: windowMin, WindowMax: windowMax,
 		})
 		t.Cleanup(func() { _ = th.Close() })
@@ -165,9 +177,9 @@ func TestThrottleInvalidQueryWithRealPrometheus(t *testing.T) {
 	scalar := newThrottle("scalar", "1 > 0.5")
 	ranged := newThrottle("range", "fiberguard_e2e_backend_busy[1m]")
 	execution := newThrottle("execution", `{__name__=~".+"} * on() {__name__=~".+"}`)
-	invalid := []*throttle.Throttler{typo, scalar, ranged}
-	all := []*throttle.Throttler{typo, scalar, ranged, execution}
-	saturateThrottles(t, 2*windowMax, all...)
+	invalid := []throttler{typo, scalar, ranged}
+	all := []throttler{typo, scalar, ranged, execution}
+	saturateThrottles(t, fv, 2*windowMax, all...)
 
 	waitThrottles(t, phaseTimeout, "invalid queries: windows at the maximum; 422: stale and fail-closed", func() bool {
 		for _, th := range invalid {
@@ -252,18 +264,21 @@ func startBusyBackend(t *testing.T) (prometheus.Gauge, *promserver.Server) {
 	return busy, promserver.Start(t, promserver.Config{Targets: []string{ln.Addr().String()}, ScrapeInterval: time.Second})
 }
 
-// saturateThrottles runs workers goroutines per throttle, each sending requests that hold their slot for 1 ms, until
-// the test ends: more load than the largest window admits.
-func saturateThrottles(t *testing.T, workers int, ths ...*throttle.Throttler) {
+// throttler is a throttle.Throttler of either Fiber version's adapter.
+type throttler = fiberapp.Handle[throttlecore.Status]
+
+// saturateThrottles runs workers goroutines per throttle, each sending requests through a Fiber app of version fv
+// that hold their slot for 1 ms, until the test ends: more load than the largest window admits.
+func saturateThrottles(t *testing.T, fv fiberapp.Version, workers int, ths ...throttler) {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
 	t.Cleanup(func() { stop(); wg.Wait() })
 	for _, th := range ths {
-		app := fiber.New()
+		app := fv.NewApp()
 		app.Use(th.Handler())
-		app.Get("/", func(c *fiber.Ctx) error {
+		app.Get("/", func() string {
 			time.Sleep(time.Millisecond)
-			return c.SendStatus(fiber.StatusOK)
+			return "OK"
 		})
 		h := app.Handler()
 		for range workers {
@@ -275,7 +290,7 @@ func saturateThrottles(t *testing.T, workers int, ths ...*throttle.Throttler) {
 				for ctx.Err() == nil {
 					rc.Response.Reset()
 					h(rc)
-					if rc.Response.StatusCode() != fiber.StatusOK {
+					if rc.Response.StatusCode() != fasthttp.StatusOK {
 						time.Sleep(time.Millisecond) // rejected: back off a little instead of spinning
 					}
 				}
@@ -285,7 +300,7 @@ func saturateThrottles(t *testing.T, workers int, ths ...*throttle.Throttler) {
 }
 
 // waitThrottles polls cond until it holds, failing t with the throttles' statuses after timeout.
-func waitThrottles(t *testing.T, timeout time.Duration, what string, cond func() bool, ths ...*throttle.Throttler) {
+func waitThrottles(t *testing.T, timeout time.Duration, what string, cond func() bool, ths ...throttler) {
 	t.Helper()
 	deadline := time.Now().Add(timeout)
 	for !cond() {
@@ -300,4 +315,4 @@ func waitThrottles(t *testing.T, timeout time.Duration, what string, cond func()
 	}
 }
 
-func throttleTrigger(th *throttle.Throttler) throttle.TriggerStatus { return th.Status().Triggers[0] }
+func throttleTrigger(th throttler) throttlecore.TriggerStatus { return th.Status().Triggers[0] }

@@ -23,11 +23,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/e2e/internal/fiberapp"
 	"github.com/fiberguard/fiberguard/e2e/internal/itest"
 	"github.com/fiberguard/fiberguard/e2e/internal/nfdelay"
-	"github.com/fiberguard/fiberguard/upstreampick"
-	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/proxy"
+	upstreampickcore "github.com/fiberguard/fiberguard/upstreampick/core"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
@@ -36,12 +35,14 @@ import (
 // NFQUEUE delay lines: near (undelayed), mid (~20 ms RTT) and far (~50 ms RTT). The test re-executes its own
 // binary twice inside the namespace (upstreamPickRoleEnv selects the role): a "delay" process runs the delay
 // lines, apart from the load so that their timing stays exact, and a "measure" process runs the sites, the
-// proxy and the client and prints its measurements as one JSON line, which the parent checks.
+// proxy (a Fiber app of the version upstreamPickFiberEnv names) and the client and prints its measurements as one
+// JSON line, which the parent checks.
 
 const (
-	upstreamPickRoleEnv = "FIBERGUARD_E2E_UPSTREAMPICK_ROLE"
-	upstreamPickMarker  = "UPSTREAMPICK-RESULT "
-	upstreamPickReady   = "UPSTREAMPICK-READY"
+	upstreamPickRoleEnv  = "FIBERGUARD_E2E_UPSTREAMPICK_ROLE"
+	upstreamPickFiberEnv = "FIBERGUARD_E2E_UPSTREAMPICK_FIBER"
+	upstreamPickMarker   = "UPSTREAMPICK-RESULT "
+	upstreamPickReady    = "UPSTREAMPICK-READY"
 
 	// Ports inside the private namespace, where nothing else listens.
 	upNearPort   = 18101
@@ -116,7 +117,15 @@ func TestUpstreamPickRoundTrip(t *testing.T) {
 	var err error
 	env.self, err = os.Executable()
 	itest.Require(t, err == nil, "cannot find the test binary")
+	fiberapp.Each(t, func(t *testing.T, fv fiberapp.Version) {
+		e := env
+		e.fiber = fv.Name()
+		upstreamPickRoundTrip(t, e)
+	})
+}
 
+// upstreamPickRoundTrip runs the measurements with the proxy on env.fiber and checks them.
+func upstreamPickRoundTrip(t *testing.T, env upEnv) {
 	// A loaded machine can hold a delayed packet well past its due time, and one late SYN moves the 20 ms
 	// site's average towards the 50 ms site's. A failed check is retried only when the delay lines report
 	// such a disturbance; with the emulation on time, a failed check fails the test.
@@ -148,8 +157,8 @@ func TestUpstreamPickRoundTrip(t *testing.T) {
 // upMaxLate is the lateness of a delayed packet up to which the emulation counts as on time.
 const upMaxLate = 5 * time.Millisecond
 
-// upEnv is what an attempt runs.
-type upEnv struct{ ip, iptables, nice, self string }
+// upEnv is what an attempt runs, and the Fiber version the proxy runs on.
+type upEnv struct{ ip, iptables, nice, self, fiber string }
 
 // upstreamPickAttempt sets a private namespace up, runs the delay lines and the measurements in it, and
 // removes it again.
@@ -187,7 +196,7 @@ func upstreamPickAttempt(t *testing.T, env upEnv, attempt int) (upResult, map[st
 		args := append([]string{"netns", "exec", ns}, prefix...)
 		args = append(args, env.self, "-test.run=^TestUpstreamPickRoundTrip$", "-test.count=1", "-test.timeout=60s")
 		cmd := exec.CommandContext(ctx, env.ip, args...)
-		cmd.Env = append(os.Environ(), upstreamPickRoleEnv+"="+role)
+		cmd.Env = append(os.Environ(), upstreamPickRoleEnv+"="+role, upstreamPickFiberEnv+"="+env.fiber)
 		cmd.WaitDelay = 5 * time.Second
 		return cmd
 	}
@@ -386,7 +395,12 @@ func upstreamPickDelay() {
 // returning to the test framework: the fasthttp servers and clients it ran keep process-wide goroutines that
 // only end with the process, and the parent checks the result.
 func upstreamPickChild() {
-	res := upstreamPickMeasure()
+	var res upResult
+	if fv, ok := fiberapp.ByName(os.Getenv(upstreamPickFiberEnv)); ok {
+		res = upstreamPickMeasure(fv)
+	} else {
+		res.Err = fmt.Sprintf("no Fiber version named %q", os.Getenv(upstreamPickFiberEnv))
+	}
 	js, _ := json.Marshal(res)
 	fmt.Printf("\n%s%s\n", upstreamPickMarker, js)
 	os.Exit(0)
@@ -425,17 +439,17 @@ func (s *upSite) kill() {
 
 // upProxy is a Fiber app proxying through proxy.Balancer with a picker, and a client for it.
 type upProxy struct {
-	picker *upstreampick.Picker
-	app    *fiber.App
+	picker fiberapp.Handle[upstreampickcore.Status]
+	app    fiberapp.App
 	client *fasthttp.HostClient
 }
 
-func startUpProxy(port int, mode upstreampick.Mode, sites []*upSite) (*upProxy, error) {
+func startUpProxy(fv fiberapp.Version, port int, mode upstreampickcore.Mode, sites []*upSite) (*upProxy, error) {
 	servers := make([]string, len(sites))
 	for i, s := range sites {
 		servers[i] = "http://" + s.addr
 	}
-	p := &upProxy{picker: upstreampick.NewPicker(upstreampick.Config{
+	p := &upProxy{picker: fv.NewPicker(upstreampickcore.Config{
 		Servers:        servers,
 		Mode:           mode,
 		HealthInterval: upHealthInterval,
@@ -443,15 +457,15 @@ func startUpProxy(port int, mode upstreampick.Mode, sites []*upSite) (*upProxy, 
 		Timeout:        upRequestTimeout,
 		Registerer:     prometheus.NewRegistry(),
 	})}
-	p.app = fiber.New(fiber.Config{DisableStartupMessage: true})
-	p.app.Use(proxy.Balancer(proxy.Config{Client: p.picker.LBClient()}))
+	p.app = fv.NewApp()
+	p.app.Use(p.picker.Handler()) // proxy.Balancer over the picker's LBClient
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	ln, err := net.Listen("tcp4", addr)
 	if err != nil {
 		_ = p.picker.Close()
 		return nil, err
 	}
-	go func() { _ = p.app.Listener(ln) }()
+	go func() { _ = p.app.Serve(ln) }()
 	p.client = &fasthttp.HostClient{Addr: addr, MaxConns: 256}
 	return p, nil
 }
@@ -517,16 +531,16 @@ func (p *upProxy) waitMeasured() error {
 	return fmt.Errorf("no first health round within 20 s: %+v", p.picker.Status())
 }
 
-func (p *upProxy) status(server string) upstreampick.UpstreamStatus {
+func (p *upProxy) status(server string) upstreampickcore.UpstreamStatus {
 	for _, u := range p.picker.Status().Upstreams {
 		if u.Server == server {
 			return u
 		}
 	}
-	return upstreampick.UpstreamStatus{}
+	return upstreampickcore.UpstreamStatus{}
 }
 
-func upstreamPickMeasure() (res upResult) {
+func upstreamPickMeasure(fv fiberapp.Version) (res upResult) {
 	fail := func(format string, args ...any) upResult {
 		res.Err = fmt.Sprintf(format, args...)
 		return res
@@ -546,7 +560,7 @@ func upstreamPickMeasure() (res upResult) {
 	near := sites[0]
 
 	// Latency mode, after the first health round.
-	px, err := startUpProxy(upProxyPort, upstreampick.ModeLatency, sites)
+	px, err := startUpProxy(fv, upProxyPort, upstreampickcore.ModeLatency, sites)
 	if err != nil {
 		return fail("proxy: %v", err)
 	}
@@ -642,7 +656,7 @@ func upstreamPickMeasure() (res upResult) {
 		}
 	}
 	_ = px.picker.Close()
-	_ = px.app.ShutdownWithTimeout(2 * time.Second)
+	_ = px.app.Shutdown(2 * time.Second)
 
 	// Random mode (the control), with near back.
 	nearAgain, err := startUpSite("near", upNearPort)
@@ -651,7 +665,7 @@ func upstreamPickMeasure() (res upResult) {
 	}
 	defer nearAgain.kill()
 	sites[0] = nearAgain
-	rx, err := startUpProxy(upRandomPort, upstreampick.ModeRandom, sites)
+	rx, err := startUpProxy(fv, upRandomPort, upstreampickcore.ModeRandom, sites)
 	if err != nil {
 		return fail("random proxy: %v", err)
 	}

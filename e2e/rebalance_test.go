@@ -37,6 +37,8 @@ const (
 	// defaults (ShedRate 0.005: one connection per second per node at an average of 40) the two full nodes hand
 	// back 2 connections a second between them, so it takes about 15-25 s; the bound leaves room for a loaded CI.
 	rbConverge = 90 * time.Second
+	// rbDrain is how long a request to /slow takes: how long a node stopped with one in flight drains.
+	rbDrain = 3 * time.Second
 	// rbName is every node's Config.Name: the same on each node, as one service's nodes would have it.
 	rbName = "api"
 )
@@ -139,7 +141,42 @@ func testRebalanceOn(t *testing.T, fv fiberapp.Version) {
 		t.Fatalf("the new node shed %d connections, want 0", s.Shed)
 	}
 
-	nodes[0].stop()
+	// Stop node1 with a request in flight, which keeps it draining for rbDrain, as in a rolling restart. The
+	// request is answered; meanwhile node1 must drop out of the cluster reading (its scrapes fail, as its own
+	// /metrics would once its listener closes), not read as a live node whose connections are going: that would
+	// pull the average down and make the others shed.
+	slowTr := &http.Transport{}
+	defer slowTr.CloseIdleConnections()
+	slow := make(chan error, 1)
+	go func() {
+		slow <- get(context.Background(), &http.Client{Transport: slowTr, Timeout: 10 * time.Second}, "http://"+appAddrs[0]+"/slow")
+	}()
+	waitUntil(t, 10*time.Second, "a slow request in flight on node1", func() bool { return nodes[0].slow.Load() > 0 })
+	held := nodes[0].open()
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		nodes[0].stop()
+	}()
+	counted := []string{}
+	for draining := true; draining; {
+		select {
+		case <-stopped:
+			draining = false
+		case <-time.After(200 * time.Millisecond):
+		}
+		for _, s := range promVector(t, prom.URL(), rebalancecore.DefaultQuery) {
+			if string(s.Metric["instance"]) == metricsAddrs[0] && int(s.Value) < held/2 {
+				counted = append(counted, s.Value.String())
+			}
+		}
+	}
+	if len(counted) > 0 {
+		t.Errorf("while node1 drained, the cluster reading counted it as a live node with %v connections (it held %d)", counted, held)
+	}
+	if err := <-slow; err != nil {
+		t.Errorf("the request in flight when node1 stopped: %v", err)
+	}
 	sawTwo := map[int]bool{}
 	rec.watch(10*time.Second, func() {
 		for _, i := range []int{1, 2} {
@@ -392,6 +429,7 @@ type rbNode struct {
 	served  chan error
 	metrics *http.Server
 	stopped atomic.Bool
+	slow    atomic.Int64 // requests to /slow begun
 }
 
 // startNode starts node i, a Fiber app of version fv, on addr. With promURL set it rebalances with the default
@@ -412,22 +450,31 @@ func startNode(t *testing.T, fv fiberapp.Version, i int, addr, metricsAddr, prom
 		n.metrics = serveMetrics(t, metricsAddr, reg)
 	}
 	n.app.Get("/", func() string { return n.name })
+	n.app.Get("/slow", func() string {
+		n.slow.Add(1)
+		time.Sleep(rbDrain)
+		return n.name
+	})
 	ln := listen(t, addr)
 	go func() { n.served <- n.app.Serve(ln) }()
 	t.Cleanup(n.stop)
 	return n
 }
 
-// stop shuts the node down gracefully, as a rolling restart does.
+// stop shuts the node down gracefully, as a rolling restart does. Its metrics stop answering first, as the app's
+// own /metrics would once the shutdown closes its listener: while its connections drain, the node is no live
+// member of the cluster.
 func (n *rbNode) stop() {
 	if n == nil || n.stopped.Swap(true) {
 		return
 	}
+	if n.metrics != nil {
+		_ = n.metrics.Close()
+	}
 	_ = n.app.Shutdown(10 * time.Second)
 	<-n.served
 	if n.rb != nil {
-		n.rb.Close()
-		_ = n.metrics.Close()
+		_ = n.rb.Close()
 	}
 }
 

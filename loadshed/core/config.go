@@ -33,6 +33,12 @@ type Config struct {
 	Interval  time.Duration
 	Smoothing float64
 
+	// IdleInterval, at least Interval, is the longest the sampler waits between readings while the load stays
+	// quiet (below half of Lower): each quiet reading doubles the wait, from Interval up to IdleInterval. A
+	// reading that is not quiet, or twice the recent request rate, brings it back to Interval at once.
+	// IdleInterval equal to Interval reads at every Interval.
+	IdleInterval time.Duration
+
 	// RetryAfter gives the Retry-After header of a rejection (whole seconds, rounded up, at least 1; none when
 	// negative); Name gives Fiberguard-Rejected-By (loadshed/<Name>) and the `name` label of the metrics.
 	RetryAfter time.Duration
@@ -80,6 +86,9 @@ func (c Config) WithDefaults(d Config) Config {
 	if c.Smoothing == 0 {
 		c.Smoothing = d.Smoothing
 	}
+	if c.IdleInterval == 0 {
+		c.IdleInterval = max(d.IdleInterval, c.Interval)
+	}
 	if c.RetryAfter == 0 {
 		c.RetryAfter = d.RetryAfter
 	}
@@ -103,6 +112,8 @@ func (c Config) Validate() {
 		panic(fmt.Sprintf("loadshed: Config.CriticalUpper must be greater than Config.CriticalLower (%v), got %v", c.CriticalLower, c.CriticalUpper))
 	case c.Interval <= 0:
 		panic(fmt.Sprintf("loadshed: Config.Interval must be positive, got %v", c.Interval))
+	case c.IdleInterval < c.Interval:
+		panic(fmt.Sprintf("loadshed: Config.IdleInterval must be at least Config.Interval (%v), got %v", c.Interval, c.IdleInterval))
 	case !finite(c.Smoothing) || c.Smoothing <= 0 || c.Smoothing > 1:
 		panic(fmt.Sprintf("loadshed: Config.Smoothing must be in (0, 1], got %v", c.Smoothing))
 	case !finite(c.CPUs) || c.CPUs < 0:

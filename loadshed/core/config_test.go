@@ -21,6 +21,8 @@ func TestConfigPanicsNameTheField(t *testing.T) {
 		{"Config.CriticalLower", Config{CriticalLower: 0.5}},
 		{"Config.CriticalUpper", Config{CriticalLower: 0.99, CriticalUpper: 0.98}},
 		{"Config.Interval", Config{Interval: -time.Second}},
+		{"Config.IdleInterval", Config{Interval: time.Second, IdleInterval: 500 * time.Millisecond}},
+		{"Config.IdleInterval", Config{IdleInterval: -time.Second}},
 		{"Config.Smoothing", Config{Smoothing: 1.5}},
 		{"Config.Smoothing", Config{Smoothing: -1}},
 		{"Config.CPUs", Config{CPUs: -2}},
@@ -75,9 +77,27 @@ func TestDefaultsFollowACustomUpper(t *testing.T) {
 	}
 }
 
+func TestIdleIntervalDefault(t *testing.T) {
+	// The default IdleInterval, or a longer Interval: a user's slow Interval is never made faster.
+	tests := []struct{ interval, idle, want time.Duration }{
+		{0, 0, 320 * time.Millisecond},
+		{5 * time.Millisecond, 0, 320 * time.Millisecond},
+		{time.Second, 0, time.Second},
+		{20 * time.Millisecond, 20 * time.Millisecond, 20 * time.Millisecond},
+		{20 * time.Millisecond, time.Minute, time.Minute},
+	}
+	for _, tt := range tests {
+		cfg := Config{Interval: tt.interval, IdleInterval: tt.idle}.WithDefaults(testDefaults)
+		if cfg.IdleInterval != tt.want {
+			t.Errorf("Interval %v, IdleInterval %v: got IdleInterval %v, want %v", tt.interval, tt.idle, cfg.IdleInterval, tt.want)
+		}
+		cfg.Validate()
+	}
+}
+
 func TestWithDefaultsFillsOnlyZeroFields(t *testing.T) {
 	set := Config{Lower: 0.5, Upper: 0.6, CriticalLower: 0.7, CriticalUpper: 0.8, Interval: time.Second,
-		Smoothing: 0.5, RetryAfter: -1, Name: "api"}
+		IdleInterval: 2 * time.Second, Smoothing: 0.5, RetryAfter: -1, Name: "api"}
 	if got := set.WithDefaults(testDefaults); got != set {
 		t.Errorf("WithDefaults changed set fields: %+v, want %+v", got, set)
 	}

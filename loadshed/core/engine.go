@@ -36,7 +36,9 @@ type Engine struct {
 	signalName string // for Status: the CPU signal's source and capacity, or "custom"
 	smoothing  float64
 	interval   time.Duration
+	idle       time.Duration // Config.IdleInterval
 	log        Logger
+	wake       chan struct{} // a request asks a resting sampler for a reading now
 
 	state atomic.Pointer[snapshot]
 
@@ -44,6 +46,7 @@ type Engine struct {
 	samplerErrors atomic.Uint64
 	sampleMu      sync.Mutex // one reading at a time: the sampler's and Sample's
 	lastErr       string     // guarded by sampleMu
+	pace          pace       // guarded by sampleMu
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -81,10 +84,13 @@ func NewEngine(cfg Config) *Engine {
 		signalName: signalName(sig),
 		smoothing:  cfg.Smoothing,
 		interval:   cfg.Interval,
+		idle:       cfg.IdleInterval,
 		log:        lg,
+		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 	}
-	e.publish(0, time.Time{})
+	e.pace.wait = cfg.Interval
+	e.publish(0, time.Time{}, 0)
 	e.sample(true) // the first reading exists before the first request
 
 	if !cfg.DisableMetrics {
@@ -115,8 +121,18 @@ func (e *Engine) Admit(critical bool) bool {
 		d.rejected.Add(1)
 		return e.dryRun
 	}
-	d.admitted.Add(1)
+	if d.admitted.Add(1) == st.wakeAt { // only while the sampler rests: the request rate has doubled
+		e.wakeSampler()
+	}
 	return true
+}
+
+// wakeSampler asks the resting sampler for a reading now, without waiting.
+func (e *Engine) wakeSampler() {
+	select {
+	case e.wake <- struct{}{}:
+	default: // a reading is already asked for
+	}
 }
 
 // RetryAfter is the value of the Retry-After header of a rejection, or nil when none is sent. The slice is

@@ -18,6 +18,7 @@ var testDefaults = Config{
 	CriticalLower: 0.98,
 	CriticalUpper: 1.0,
 	Interval:      20 * time.Millisecond,
+	IdleInterval:  320 * time.Millisecond,
 	Smoothing:     0.2,
 	RetryAfter:    time.Second,
 	Name:          "default",

@@ -11,10 +11,13 @@ import (
 type snapshot struct {
 	load, normal, critical float64
 	at                     time.Time // of the reading; zero before the first
+	// wakeAt is the count of admitted ordinary requests at which a request wakes the resting sampler; 0 (never
+	// reached, the count starts at 1) while it reads at every Interval.
+	wakeAt uint64
 }
 
-// run is the sampler goroutine: one reading per interval until ctx is done. A done Config.Context ends the
-// engine as Close does, so the metrics go with the sampler.
+// run is the sampler goroutine: one reading per wait until ctx is done, the wait set by each reading (see pace).
+// A done Config.Context ends the engine as Close does, so the metrics go with the sampler.
 func (e *Engine) run(ctx context.Context) {
 	defer close(e.done)
 	defer func() {
@@ -22,16 +25,65 @@ func (e *Engine) run(ctx context.Context) {
 			e.metrics.unregister()
 		}
 	}()
-	t := time.NewTicker(e.interval)
+	// A ticker keeps the cadence whatever a reading costs (a sampler that waits for a CPU under overload would
+	// otherwise drift later with every reading); it is reset only when the wait changes.
+	wait := e.interval
+	t := time.NewTicker(wait)
 	defer t.Stop()
 	for {
+		woken := false
 		select {
 		case <-ctx.Done():
 			return
 		case <-t.C:
-			e.sample(false)
+		case <-e.wake:
+			woken = true
+		}
+		if next := e.read(woken); next != wait {
+			wait = next
+			t.Reset(wait)
 		}
 	}
+}
+
+// pace is the sampler's rhythm: while the load is quiet it rests, doubling its wait from Interval up to
+// IdleInterval; any other reading brings the wait back to Interval.
+type pace struct {
+	wait     time.Duration // the wait before the next reading
+	at       time.Time     // of the previous reading
+	admitted uint64        // the count of admitted ordinary requests at it
+}
+
+// restMinWake is the fewest requests that wake a resting sampler: a handful of requests is no surge.
+const restMinWake = 8
+
+// next sets the wait after a reading at now of load (smoothed) and reading (raw) and returns it with the count
+// of admitted requests that wakes the sampler before that wait is over (0: none). The load is quiet below half
+// of Lower. A woken sampler, a reading that is not quiet or an IdleInterval equal to Interval reads again after
+// Interval. Otherwise the wait doubles, and the wake-up count allows twice the requests the last wait saw at
+// their rate, at least restMinWake.
+func (p *pace) next(now time.Time, admitted uint64, load, reading float64, woken bool, lower float64,
+	interval, idle time.Duration) (time.Duration, uint64) {
+	elapsed, arrived := now.Sub(p.at), admitted-p.admitted
+	p.at, p.admitted = now, admitted
+	if woken || load >= lower/2 || reading >= lower/2 || idle <= interval {
+		p.wait = interval
+		return p.wait, 0
+	}
+	p.wait = min(2*p.wait, idle)
+	expected := 0.0
+	if elapsed > 0 {
+		expected = float64(arrived) * float64(p.wait) / float64(elapsed)
+	}
+	allowed := max(restMinWake, math.Ceil(2*expected))
+	if allowed > 1<<62 { // no rate comes near: keep the sum from wrapping on a count of its own
+		allowed = 1 << 62
+	}
+	wakeAt := admitted + uint64(allowed)
+	if wakeAt == 0 { // the count wrapped onto "not resting"
+		wakeAt = 1
+	}
+	return p.wait, wakeAt
 }
 
 // errBadReading reports a reading that is not a finite, non-negative number.
@@ -58,13 +110,26 @@ func logSignal(lg Logger, sig Signal) {
 }
 
 // Sample reads the signal once now, beside the sampler's own readings, and publishes the smoothed load: the next
-// Admit decides by it.
+// Admit decides by it. A resting sampler reads at every Interval again until the load is quiet once more.
 func (e *Engine) Sample() { e.sample(false) }
 
 // sample reads the signal once and publishes the smoothed load.
 func (e *Engine) sample(first bool) {
 	e.sampleMu.Lock()
 	defer e.sampleMu.Unlock()
+	e.sampleLocked(first, true) // the sampler's next reading comes after Interval at most
+}
+
+// read is the sampler's reading: it publishes the smoothed load and returns the wait before the next one.
+func (e *Engine) read(woken bool) time.Duration {
+	e.sampleMu.Lock()
+	defer e.sampleMu.Unlock()
+	return e.sampleLocked(false, woken)
+}
+
+// sampleLocked reads the signal once, publishes the smoothed load with the pace's wake-up count and returns the
+// wait before the next reading. An error keeps the last load and the pace.
+func (e *Engine) sampleLocked(first, woken bool) time.Duration {
 	load, err := e.signal.Load()
 	if err == nil && !validLoad(load) {
 		err = errBadReading
@@ -75,13 +140,18 @@ func (e *Engine) sample(first bool) {
 			e.log.Warnf("loadshed: signal error, keeping the last load: %v", err)
 			e.lastErr = msg
 		}
-		return
+		return e.interval
 	}
 	e.lastErr = ""
-	e.publish(smooth(e.state.Load().load, load, e.smoothing, first), time.Now())
+	now := time.Now()
+	smoothed := smooth(e.state.Load().load, load, e.smoothing, first)
+	wait, wakeAt := e.pace.next(now, e.normal.admitted.Load(), smoothed, load, woken || first, e.policy.Lower,
+		e.interval, e.idle)
+	e.publish(smoothed, now, wakeAt)
+	return wait
 }
 
-func (e *Engine) publish(load float64, at time.Time) {
+func (e *Engine) publish(load float64, at time.Time, wakeAt uint64) {
 	normal, critical := e.policy.Probabilities(load)
-	e.state.Store(&snapshot{load: load, normal: normal, critical: critical, at: at})
+	e.state.Store(&snapshot{load: load, normal: normal, critical: critical, at: at, wakeAt: wakeAt})
 }

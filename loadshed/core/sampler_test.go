@@ -195,3 +195,138 @@ func gatheredFamilies(t *testing.T, reg *prometheus.Registry) int {
 	}
 	return len(mfs)
 }
+
+func TestPaceTable(t *testing.T) {
+	const interval, idle = 20 * time.Millisecond, 160 * time.Millisecond
+	t0 := time.Unix(1000, 0)
+	type step struct {
+		after         time.Duration // since the previous reading
+		admitted      uint64        // the count at this reading
+		load, reading float64
+		woken         bool
+		wantWait      time.Duration
+		wantWakeAt    uint64
+	}
+	tests := []struct {
+		name  string
+		idle  time.Duration
+		steps []step
+	}{
+		{"quiet readings double the wait up to IdleInterval", idle, []step{
+			{after: 0, admitted: 0, load: 0.1, reading: 0.1, woken: true, wantWait: interval},
+			{after: 20 * time.Millisecond, admitted: 0, load: 0.1, reading: 0.1, wantWait: 40 * time.Millisecond, wantWakeAt: 8},
+			{after: 40 * time.Millisecond, admitted: 0, load: 0.1, reading: 0.1, wantWait: 80 * time.Millisecond, wantWakeAt: 8},
+			{after: 80 * time.Millisecond, admitted: 0, load: 0.1, reading: 0.1, wantWait: idle, wantWakeAt: 8},
+			{after: idle, admitted: 0, load: 0.1, reading: 0.1, wantWait: idle, wantWakeAt: 8},
+		}},
+		{"the wake-up count allows twice the requests of the last wait at their rate", idle, []step{
+			{after: 0, admitted: 100, load: 0, reading: 0, woken: true, wantWait: interval},
+			// 50 requests in 20ms, next wait 40ms: 100 expected, wake at 200 more.
+			{after: 20 * time.Millisecond, admitted: 150, load: 0, reading: 0, wantWait: 40 * time.Millisecond, wantWakeAt: 350},
+			// 3 requests in 40ms, next wait 80ms: 6 expected, 12 allowed.
+			{after: 40 * time.Millisecond, admitted: 153, load: 0, reading: 0, wantWait: 80 * time.Millisecond, wantWakeAt: 165},
+		}},
+		{"half of Lower is not quiet, in the smoothed load or the reading", idle, []step{
+			{after: 0, admitted: 0, load: 0.1, reading: 0.1, woken: true, wantWait: interval},
+			{after: 20 * time.Millisecond, load: 0.1, reading: 0.1, wantWait: 40 * time.Millisecond, wantWakeAt: 8},
+			{after: 40 * time.Millisecond, load: 0.45, reading: 0.1, wantWait: interval},
+			{after: 20 * time.Millisecond, load: 0.1, reading: 0.1, wantWait: 40 * time.Millisecond, wantWakeAt: 8},
+			{after: 40 * time.Millisecond, load: 0.3, reading: 0.46, wantWait: interval},
+			{after: 20 * time.Millisecond, load: 0.44, reading: 0.44, wantWait: 40 * time.Millisecond, wantWakeAt: 8},
+		}},
+		{"a woken sampler reads again after Interval", idle, []step{
+			{after: 0, load: 0, reading: 0, woken: true, wantWait: interval},
+			{after: 20 * time.Millisecond, load: 0, reading: 0, wantWait: 40 * time.Millisecond, wantWakeAt: 8},
+			{after: 5 * time.Millisecond, admitted: 8, load: 0, reading: 0, woken: true, wantWait: interval},
+			{after: 20 * time.Millisecond, admitted: 8, load: 0, reading: 0, wantWait: 40 * time.Millisecond, wantWakeAt: 16},
+		}},
+		{"IdleInterval equal to Interval never rests", interval, []step{
+			{after: 0, load: 0, reading: 0, woken: true, wantWait: interval},
+			{after: 20 * time.Millisecond, load: 0, reading: 0, wantWait: interval},
+			{after: 20 * time.Millisecond, load: 0, reading: 0, wantWait: interval},
+		}},
+		{"a count that wraps to 0 wakes at 1: 0 means not resting", idle, []step{
+			{after: 0, admitted: math.MaxUint64 - 7, load: 0, reading: 0, woken: true, wantWait: interval},
+			{after: 20 * time.Millisecond, admitted: math.MaxUint64 - 7, load: 0, reading: 0, wantWait: 40 * time.Millisecond, wantWakeAt: 1},
+		}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var p pace
+			p.wait = interval
+			at := t0
+			for i, s := range tt.steps {
+				at = at.Add(s.after)
+				wait, wakeAt := p.next(at, s.admitted, s.load, s.reading, s.woken, 0.9, interval, tt.idle)
+				if wait != s.wantWait || wakeAt != s.wantWakeAt {
+					t.Fatalf("step %d: wait %v, wake at %d; want %v, %d", i, wait, wakeAt, s.wantWait, s.wantWakeAt)
+				}
+			}
+		})
+	}
+}
+
+func TestSamplerRestsWhileQuietAndWakesOnASurge(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reads atomic.Int64
+		load := coretest.NewFixedLoad(0.1)
+		e := NewEngine(Config{Interval: 20 * time.Millisecond, IdleInterval: 160 * time.Millisecond, Smoothing: 1,
+			DisableMetrics: true, Signal: SignalFunc(func() (float64, error) { reads.Add(1); return load.Load() })}.WithDefaults(testDefaults))
+		defer e.Close()
+
+		// Quiet: readings at 0 (NewEngine), 20, 60, 140, 300, 460, 620, 780 and 940ms, not one per 20ms.
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := reads.Load(); n != 9 {
+			t.Fatalf("%d readings in a quiet second, want 9", n)
+		}
+		if !e.Status().Resting {
+			t.Fatal("Status().Resting is false while the sampler rests")
+		}
+
+		// No request came in the last wait, so the 8th admitted request is a surge: it wakes the sampler.
+		for range 7 {
+			e.Admit(false)
+		}
+		synctest.Wait()
+		if n := reads.Load(); n != 9 {
+			t.Fatalf("7 requests woke the sampler (%d readings)", n)
+		}
+		e.Admit(false)
+		synctest.Wait()
+		if n := reads.Load(); n != 10 {
+			t.Fatalf("the 8th request left the sampler resting (%d readings, want 10)", n)
+		}
+		if e.Status().Resting {
+			t.Fatal("the woken sampler still rests")
+		}
+
+		// A load that is not quiet: one reading per Interval.
+		load.Set(0.5)
+		time.Sleep(20 * time.Millisecond) // the woken sampler's next reading: 0.5 is read
+		synctest.Wait()
+		before := reads.Load()
+		time.Sleep(200 * time.Millisecond)
+		synctest.Wait()
+		if n := reads.Load() - before; n != 10 {
+			t.Fatalf("%d readings in 200ms at load 0.5, want 10", n)
+		}
+		if st := e.Status(); st.Resting || st.Load != 0.5 {
+			t.Fatalf("at load 0.5: %+v", st)
+		}
+	})
+}
+
+func TestSamplerNeverRestsWithIdleIntervalEqualToInterval(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reads atomic.Int64
+		e := NewEngine(Config{Interval: 20 * time.Millisecond, IdleInterval: 20 * time.Millisecond, DisableMetrics: true,
+			Signal: SignalFunc(func() (float64, error) { reads.Add(1); return 0, nil })}.WithDefaults(testDefaults))
+		defer e.Close()
+		time.Sleep(time.Second)
+		synctest.Wait()
+		if n := reads.Load(); n != 51 || e.Status().Resting {
+			t.Fatalf("%d readings in a second (resting %v), want 51", n, e.Status().Resting)
+		}
+	})
+}

@@ -19,8 +19,12 @@ type Status struct {
 	SamplerErrors    uint64 `json:"sampler_errors"`
 	DryRun           bool   `json:"dry_run"`
 	Signal           string `json:"signal"`
-	// IntervalSeconds is Config.Interval: how often the load is read.
-	IntervalSeconds float64 `json:"interval_seconds"`
+	// IntervalSeconds is Config.Interval: how often the load is read. IdleIntervalSeconds is Config.IdleInterval,
+	// the longest wait between readings while the load is quiet; Resting is true while the sampler waits longer
+	// than Interval.
+	IntervalSeconds     float64 `json:"interval_seconds"`
+	IdleIntervalSeconds float64 `json:"idle_interval_seconds"`
+	Resting             bool    `json:"resting"`
 	// Readings holds each signal's last load when Signal combines several (the default does), or the one
 	// signal's when it says what it reads; and what each reads and why. Empty for a custom signal.
 	Readings []Reading `json:"readings"`
@@ -49,6 +53,8 @@ func (e *Engine) Status() Status {
 		DryRun:              e.dryRun,
 		Signal:              e.signalName,
 		IntervalSeconds:     e.interval.Seconds(),
+		IdleIntervalSeconds: e.idle.Seconds(),
+		Resting:             st.wakeAt != 0,
 		Readings:            e.readings(st.load),
 	}
 }

@@ -67,6 +67,15 @@ type Config struct {
 	// Optional. Default: 20ms
 	Interval time.Duration
 
+	// IdleInterval is the longest the sampler waits between readings while the load stays quiet, below half of
+	// Lower: each quiet reading doubles the wait, from Interval up to IdleInterval, so an idle service pays for
+	// a few readings a second rather than one per Interval. A reading that is not quiet brings the wait back to
+	// Interval at once, and so does a surge of requests (twice the recent rate, at least 8, within one wait).
+	// Set it to Interval to read at every Interval. Must be at least Interval.
+	//
+	// Optional. Default: 320ms, or Interval if longer
+	IdleInterval time.Duration
+
 	// Smoothing is the weight of each new reading in the exponentially weighted moving average of the load,
 	// in (0, 1]; 1 disables smoothing. The smoothed load has a memory of about Interval/Smoothing.
 	//
@@ -116,6 +125,7 @@ var ConfigDefault = Config{
 	CriticalLower: 0.98,
 	CriticalUpper: 1.0,
 	Interval:      20 * time.Millisecond,
+	IdleInterval:  320 * time.Millisecond,
 	Smoothing:     0.2,
 	OnReject: func(c fiber.Ctx) error {
 		return c.Status(fiber.StatusServiceUnavailable).SendString("loadshed: overloaded, retry later\n")
@@ -133,7 +143,8 @@ func configDefault(config ...Config) Config {
 	cfg := config[0]
 	d := cfg.core().WithDefaults(ConfigDefault.core())
 	cfg.Lower, cfg.Upper, cfg.CriticalLower, cfg.CriticalUpper = d.Lower, d.Upper, d.CriticalLower, d.CriticalUpper
-	cfg.Interval, cfg.Smoothing, cfg.RetryAfter, cfg.Name = d.Interval, d.Smoothing, d.RetryAfter, d.Name
+	cfg.Interval, cfg.IdleInterval, cfg.Smoothing = d.Interval, d.IdleInterval, d.Smoothing
+	cfg.RetryAfter, cfg.Name = d.RetryAfter, d.Name
 	if cfg.OnReject == nil {
 		cfg.OnReject = ConfigDefault.OnReject
 	}
@@ -159,6 +170,7 @@ func (cfg Config) core() core.Config {
 		Signal:         cfg.Signal,
 		CPUs:           cfg.CPUs,
 		Interval:       cfg.Interval,
+		IdleInterval:   cfg.IdleInterval,
 		Smoothing:      cfg.Smoothing,
 		RetryAfter:     cfg.RetryAfter,
 		Name:           cfg.Name,

@@ -2,6 +2,8 @@ package bench
 
 import (
 	"fmt"
+	"strconv"
+	"strings"
 
 	"github.com/fiberguard/fiberguard/loadshed"
 )
@@ -10,6 +12,30 @@ import (
 // (CPU and scheduling latency), the CPU signal alone, the host-wide CPU (what loadshed read without a limit
 // before), scheduling latency alone and pressure stall information.
 var SignalNames = []string{"default", "cpu", "host", "sched", "pressure"}
+
+// FixedPrefix names a signal whose load never changes: "fixed=0.56" reads 0.56 every time. With Lower 0 and
+// Upper 1 the shedder then rejects each request with that probability whatever happens: the best any shedder
+// that draws one probability for every request can do once it knows the overload exactly, an oracle to compare
+// the measured signals with.
+const FixedPrefix = "fixed="
+
+// ParseSignals parses a comma-separated list of signal names: those of SignalNames and fixed=P.
+func ParseSignals(list string) ([]string, error) {
+	var out []string
+	for s := range strings.SplitSeq(list, ",") {
+		if s = strings.TrimSpace(s); s == "" {
+			continue
+		}
+		if _, err := Signal(s); err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	if len(out) == 0 {
+		return nil, fmt.Errorf("empty list of signals (from %s, %sP)", strings.Join(SignalNames, ","), FixedPrefix)
+	}
+	return out, nil
+}
 
 // Signal returns the loadshed signal of a name in SignalNames; "default" is nil (loadshed's own default).
 func Signal(name string) (loadshed.Signal, error) {
@@ -24,6 +50,13 @@ func Signal(name string) (loadshed.Signal, error) {
 		return loadshed.NewSchedLatency(0), nil
 	case "pressure":
 		return loadshed.NewPressure()
+	}
+	if v, ok := strings.CutPrefix(name, FixedPrefix); ok {
+		load, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(load >= 0) || load > 1 {
+			return nil, fmt.Errorf("loadshed signal %q: the fixed load must be a number in [0, 1]", name)
+		}
+		return loadshed.SignalFunc(func() (float64, error) { return load, nil }), nil
 	}
 	return nil, fmt.Errorf("unknown loadshed signal %q (one of %v)", name, SignalNames)
 }

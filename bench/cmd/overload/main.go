@@ -20,6 +20,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync/atomic"
 	"time"
 
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
@@ -28,11 +29,17 @@ import (
 	"github.com/fiberguard/fiberguard/bench/internal/scenario"
 	"github.com/fiberguard/fiberguard/loadshed"
 	"github.com/go-kratos/aegis/ratelimit/bbr"
+	"github.com/gofiber/fiber/v2"
 	"github.com/zeromicro/go-zero/core/load"
 )
 
 // modes are the apps compared, in table order.
-var modes = []string{"plain", "loadshed", "bbr", "failsafe", "gozero"}
+var modes = []string{"plain", "loadshed", "bbr", "failsafe", "gozero", "inflight"}
+
+// inflightCap is the cap of the inflight mode: a middleware that admits a request only while fewer than this many
+// are inside the handler. It shows where the queue of an overloaded CPU-bound app forms: in front of the
+// middleware, among the connections' goroutines waiting for a P, where no in-flight count sees it.
+var inflightCap = flag.Int("inflight", 2, "cap of the inflight mode: requests inside the handler at once")
 
 var modeNames = map[string]string{
 	"plain":    "no shedding",
@@ -40,6 +47,7 @@ var modeNames = map[string]string{
 	"bbr":      "go-kratos/aegis BBR (defaults)",
 	"failsafe": "failsafe-go adaptivelimiter (defaults)",
 	"gozero":   "go-zero core/load adaptive shedder (defaults)",
+	"inflight": "an in-flight cap (-inflight)",
 }
 
 type params struct {
@@ -61,7 +69,7 @@ func main() {
 	flag.Float64Var(&p.factor, "factor", 2, "offered load as a multiple of capacity")
 	flag.Float64Var(&p.cpus, "cpus", 1, "CPU quota of the app's cgroup")
 	modeList := flag.String("modes", strings.Join(modes, ","), "apps to run at factor x capacity: "+strings.Join(modes, ","))
-	signalList := flag.String("signals", "default,cpu", "loadshed signals to run, from: "+strings.Join(bench.SignalNames, ","))
+	signalList := flag.String("signals", "default,cpu", "loadshed signals to run, from: "+strings.Join(bench.SignalNames, ",")+","+bench.FixedPrefix+"P")
 	interval := flag.Duration("interval", 0, "loadshed Config.Interval (0: the default)")
 	smoothing := flag.Float64("smoothing", 0, "loadshed Config.Smoothing (0: the default)")
 	lower := flag.Float64("lower", 0, "loadshed Config.Lower (0: the default)")
@@ -80,7 +88,7 @@ func main() {
 	if p.modes, err = scenario.ParseList(*modeList, modes); err != nil {
 		log.Fatal(err)
 	}
-	if p.signals, err = scenario.ParseList(*signalList, bench.SignalNames); err != nil {
+	if p.signals, err = bench.ParseSignals(*signalList); err != nil {
 		log.Fatal(err)
 	}
 	if err := drive(p); err != nil {
@@ -112,6 +120,17 @@ func runApp(mode, signal string, iterations int, addr string, cfg loadshed.Confi
 		spec.Middleware = bench.FailsafeMiddleware(adaptivelimiter.NewWithDefaults[any]())
 	case "gozero":
 		spec.Middleware = gozero.Middleware(load.NewAdaptiveShedder())
+	case "inflight":
+		var n atomic.Int64
+		limit := int64(*inflightCap)
+		spec.Middleware = func(c *fiber.Ctx) error {
+			if n.Add(1) > limit {
+				n.Add(-1)
+				return c.SendStatus(fiber.StatusServiceUnavailable)
+			}
+			defer n.Add(-1)
+			return c.Next()
+		}
 	default:
 		return fmt.Errorf("unknown mode %q", mode)
 	}
@@ -137,13 +156,18 @@ func drive(p params) error {
 	}
 	clean.Add(cg.Remove)
 	iterations := scenario.Calibrate(p.work)
+	reference := false // measure runs the unloaded reference
 	log.Printf("calibrated %d hash iterations for %v of CPU per request", iterations, p.work)
 
 	// measure starts the app in mode (with a loadshed signal), lets it settle idle, then runs f against it.
+	// The unloaded reference runs loadshed as users get it: the -interval, -smoothing, -lower and -upper flags
+	// tune the measured runs only.
 	measure := func(mode, signal string, f func(base string) scenario.Outcome) (scenario.Outcome, error) {
 		args := []string{"-serve", mode, "-signal", signal, "-iterations", strconv.Itoa(iterations)}
-		for _, name := range []string{"interval", "smoothing", "lower", "upper"} {
-			args = append(args, "-"+name, flag.Lookup(name).Value.String())
+		if !reference {
+			for _, name := range []string{"interval", "smoothing", "lower", "upper", "inflight"} {
+				args = append(args, "-"+name, flag.Lookup(name).Value.String())
+			}
 		}
 		a, err := scenario.StartApp(scenario.AppOptions{Args: args, Groups: []*scenario.Group{cg}})
 		if err != nil {
@@ -179,9 +203,11 @@ func drive(p params) error {
 		runs = append(runs, run{name, o})
 		return nil
 	}
+	reference = true
 	if err := add("unloaded (¼ capacity, loadshed default)", "loadshed", "default", at(capRPS/4, p.reference)); err != nil {
 		return err
 	}
+	reference = false
 	unloaded := runs[0].o
 	if slices.Contains(p.modes, "loadshed") {
 		for _, sig := range p.signals {

@@ -16,7 +16,8 @@ import (
 // P; a process that wants more CPU than it gets queues goroutines behind each other and reads above 1 as soon as
 // the quantile passes Target.
 //
-// The recent past is an exponentially decaying histogram with a memory of about 100ms. The quantile must rest on
+// The recent past is an exponentially decaying histogram with a memory of about 100ms, capped by the longest wait
+// since the previous reading: once the goroutines that run wait no more, the past backlog no longer counts. The quantile must rest on
 // at least 4 events above it: a nearly idle process on a busy host sees the odd late wake-up, and a lone late
 // wake-up is not an overload. (The runtime samples one goroutine transition in eight, so 4 events stand for
 // about 32 waits.) A reading is capped at 2: a backlog's long waits would otherwise hold the Shedder's smoothed
@@ -112,7 +113,7 @@ func (s *SchedLatency) Load() (float64, error) {
 	keep := math.Exp(-float64(at.Sub(s.prevAt)) / float64(schedMemory))
 	s.prevAt = at
 	s.sched.add(s.current, keep)
-	return min(s.sched.quantile(s.quantile, schedMinAbove)/s.target.Seconds(), schedMaxLoad), nil
+	return min(s.sched.recentQuantile(s.quantile, schedMinAbove)/s.target.Seconds(), schedMaxLoad), nil
 }
 
 // schedWindow is a decaying histogram of the differences between successive cumulative histograms.
@@ -121,6 +122,9 @@ type schedWindow struct {
 	prev    []uint64
 	decayed []float64
 	total   float64
+	// recentMax is the longest wait among the events of the last add (the value of the highest bucket it added
+	// to), and recent how many events it added.
+	recentMax, recent float64
 }
 
 // newSchedWindow takes the bucket boundaries of a runtime/metrics histogram (len(counts)+1 of them, the first
@@ -141,12 +145,12 @@ func newSchedWindow(buckets []float64) schedWindow {
 func (w *schedWindow) reset(cum []uint64) {
 	copy(w.prev, cum)
 	clear(w.decayed)
-	w.total = 0
+	w.total, w.recentMax, w.recent = 0, 0, 0
 }
 
 // add decays the window by keep and adds the events counted since the previous cumulative reading.
 func (w *schedWindow) add(cum []uint64, keep float64) {
-	w.total = 0
+	w.total, w.recentMax, w.recent = 0, 0, 0
 	for i, c := range cum {
 		d := 0.0
 		if c >= w.prev[i] { // a counter never goes back; if it did, count nothing new
@@ -155,7 +159,23 @@ func (w *schedWindow) add(cum []uint64, keep float64) {
 		w.prev[i] = c
 		w.decayed[i] = w.decayed[i]*keep + d
 		w.total += w.decayed[i]
+		if d > 0 {
+			w.recentMax, w.recent = w.bounds[i], w.recent+d
+		}
 	}
+}
+
+// recentQuantile is the window's quantile (see quantile), but no longer than the longest wait of the last add
+// when it added any event. The window remembers a backlog's long waits for a while; once the goroutines that
+// run wait no more (the backlog has drained, or shedding emptied it), what they waited is all there is to
+// shed on. Without the cap, an idle process that has just shed everything kept reading its past backlog and
+// went on shedding everything for another 100–150 ms, cycle after cycle.
+func (w *schedWindow) recentQuantile(q, minAbove float64) float64 {
+	v := w.quantile(q, minAbove)
+	if w.recent > 0 {
+		v = min(v, w.recentMax)
+	}
+	return v
 }
 
 // quantile returns the q-quantile of the window's events, made to rest on at least minAbove events: the highest

@@ -189,3 +189,36 @@ func spin(d time.Duration) {
 	for end := time.Now().Add(d); time.Now().Before(end); {
 	}
 }
+
+func TestSchedWindowRecentWaitsCapTheQuantile(t *testing.T) {
+	w := newSchedWindow(testBuckets)
+	w.reset(make([]uint64, 6))
+	w.add([]uint64{0, 0, 0, 0, 0, 100}, 0) // a backlog: 100 waits of 16ms and more
+	if got := w.recentQuantile(0.9, 4); got != 0.016 {
+		t.Fatalf("during the backlog: %v, want 0.016", got)
+	}
+	// The backlog is gone: the next step sees 5 short waits. The window alone still reads the backlog.
+	w.add([]uint64{0, 5, 0, 0, 0, 100}, 0.8)
+	if got := w.quantile(0.9, 4); got != 0.016 {
+		t.Fatalf("the window alone: %v, want the backlog's 0.016", got)
+	}
+	if got := w.recentQuantile(0.9, 4); got != 0.002 {
+		t.Fatalf("capped by the step's longest wait: %v, want 0.002", got)
+	}
+	// A step with no event at all says nothing new: the window's quantile stands.
+	w.add([]uint64{0, 5, 0, 0, 0, 100}, 0.8)
+	if got := w.recentQuantile(0.9, 4); got != 0.016 {
+		t.Fatalf("a step without events: %v, want the window's 0.016", got)
+	}
+	// A step whose longest wait is long leaves a long quantile alone.
+	w.add([]uint64{0, 5, 0, 0, 1, 100}, 0.8)
+	if got := w.recentQuantile(0.9, 4); got != 0.016 {
+		t.Fatalf("a step with one long wait: %v, want 0.016", got)
+	}
+	// The cap never raises the quantile: many short waits and one long wait in a step.
+	w.reset(make([]uint64, 6))
+	w.add([]uint64{0, 100, 0, 0, 0, 1}, 0)
+	if got := w.recentQuantile(0.9, 4); got != 0.002 {
+		t.Fatalf("short waits with one long: %v, want 0.002", got)
+	}
+}

@@ -16,6 +16,7 @@ import (
 	"fmt"
 	"log"
 	"os"
+	"path/filepath"
 	"runtime"
 	"slices"
 	"strconv"
@@ -39,6 +40,12 @@ var modes = []string{"plain", "loadshed", "bbr", "failsafe", "gozero", "inflight
 // inflightCap is the cap of the inflight mode: a middleware that admits a request only while fewer than this many
 // are inside the handler. It shows where the queue of an overloaded CPU-bound app forms: in front of the
 // middleware, among the connections' goroutines waiting for a P, where no in-flight count sees it.
+// procs, when set, is the GOMAXPROCS of every app (Go's default for the cgroup otherwise).
+var procs = flag.Int("gomaxprocs", 0, "GOMAXPROCS of the apps (0: what Go chooses in their cgroup)")
+
+// traceDir, when set, receives one CSV per loadshed run: the app's Status every 20ms while the load is offered.
+var traceDir = flag.String("trace", "", "directory for a CSV trace of each loadshed run's Status every 20ms")
+
 var inflightCap = flag.Int("inflight", 2, "cap of the inflight mode: requests inside the handler at once")
 
 var modeNames = map[string]string{
@@ -101,6 +108,9 @@ func main() {
 func runApp(mode, signal string, iterations int, addr string, cfg loadshed.Config) error {
 	if err := scenario.AwaitStart(); err != nil {
 		return err
+	}
+	if *procs > 0 {
+		runtime.GOMAXPROCS(*procs) // as automaxprocs would under a 1-CPU quota, or a user's GOMAXPROCS
 	}
 	spec := scenario.AppSpec{Iterations: iterations}
 	switch mode {
@@ -165,7 +175,7 @@ func drive(p params) error {
 	measure := func(mode, signal string, f func(base string) scenario.Outcome) (scenario.Outcome, error) {
 		args := []string{"-serve", mode, "-signal", signal, "-iterations", strconv.Itoa(iterations)}
 		if !reference {
-			for _, name := range []string{"interval", "smoothing", "lower", "upper", "inflight"} {
+			for _, name := range []string{"interval", "smoothing", "lower", "upper", "inflight", "gomaxprocs"} {
 				args = append(args, "-"+name, flag.Lookup(name).Value.String())
 			}
 		}
@@ -175,6 +185,9 @@ func drive(p params) error {
 		}
 		defer clean.Add(a.Stop)()
 		time.Sleep(time.Second) // let the samplers settle on an idle app
+		if *traceDir != "" && mode == "loadshed" {
+			defer traceStatus(a, filepath.Join(*traceDir, fmt.Sprintf("%s-%d.csv", signal, time.Now().UnixMilli())))()
+		}
 		return f(a.Base), nil
 	}
 
@@ -246,4 +259,39 @@ func drive(p params) error {
 			scenario.Pct(r.o.ErrFrac()), scenario.Ms(r.o.P50), scenario.Ms(r.o.P99), ratio)
 	}
 	return nil
+}
+
+// traceStatus writes the app's Status every 20ms to file, as CSV (milliseconds since the start, load,
+// probability, admitted and rejected so far, then each reading's load), until the returned stop is called.
+func traceStatus(a *scenario.App, file string) (stop func()) {
+	done, exited := make(chan struct{}), make(chan struct{})
+	go func() {
+		defer close(exited)
+		f, err := os.Create(file)
+		if err != nil {
+			log.Printf("trace: %v", err)
+			return
+		}
+		defer f.Close()
+		start := time.Now()
+		t := time.NewTicker(20 * time.Millisecond)
+		defer t.Stop()
+		for {
+			select {
+			case <-done:
+				return
+			case <-t.C:
+			}
+			var st loadshed.Status
+			if err := a.GetJSON("/stats", &st); err != nil {
+				continue
+			}
+			line := fmt.Sprintf("%d,%.4f,%.4f,%d,%d", time.Since(start).Milliseconds(), st.Load, st.Probability, st.Admitted, st.Rejected)
+			for _, r := range st.Readings {
+				line += fmt.Sprintf(",%.4f", r.Load)
+			}
+			fmt.Fprintln(f, line)
+		}
+	}()
+	return func() { close(done); <-exited }
 }

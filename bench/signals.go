@@ -13,13 +13,19 @@ import (
 // before), scheduling latency alone and pressure stall information.
 var SignalNames = []string{"default", "cpu", "host", "sched", "pressure"}
 
+// ExperimentalSignals are signals Signal also takes that loadshed does not ship: "rundelay", the time this
+// process's threads waited for a CPU (per second and per P), and "default+rundelay", loadshed's default beside it
+// with load 1 at half a CPU of waiting per P. They were measured for a starved process (BENCHMARKS.md).
+var ExperimentalSignals = []string{"rundelay", "default+rundelay"}
+
 // FixedPrefix names a signal whose load never changes: "fixed=0.56" reads 0.56 every time. With Lower 0 and
 // Upper 1 the shedder then rejects each request with that probability whatever happens: the best any shedder
 // that draws one probability for every request can do once it knows the overload exactly, an oracle to compare
 // the measured signals with.
 const FixedPrefix = "fixed="
 
-// ParseSignals parses a comma-separated list of signal names: those of SignalNames and fixed=P.
+// ParseSignals parses a comma-separated list of signal names: those of SignalNames and ExperimentalSignals, and
+// fixed=P.
 func ParseSignals(list string) ([]string, error) {
 	var out []string
 	for s := range strings.SplitSeq(list, ",") {
@@ -50,6 +56,10 @@ func Signal(name string) (loadshed.Signal, error) {
 		return loadshed.NewSchedLatency(0), nil
 	case "pressure":
 		return loadshed.NewPressure()
+	case "rundelay":
+		return &runDelay{target: 1}, nil
+	case "default+rundelay":
+		return loadshed.Max(loadshed.DefaultSignal(0), &runDelay{target: 0.5}), nil
 	}
 	if v, ok := strings.CutPrefix(name, FixedPrefix); ok {
 		load, err := strconv.ParseFloat(v, 64)

@@ -1,8 +1,13 @@
 package bench
 
 import (
+	"os"
+	"runtime"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 )
 
 func TestParseSignals(t *testing.T) {
@@ -28,5 +33,40 @@ func TestFixedSignalReadsItsLoad(t *testing.T) {
 				t.Fatalf("%s read %v, %v; want %v", name, got, err, want)
 			}
 		}
+	}
+}
+
+// TestRunDelaySignalSeesThreadsWaiting: twice as many spinning threads as CPUs wait about half the time each, so
+// the run delay per P must be well above 0; the combined signal reads at least as much as its run-delay part.
+func TestRunDelaySignalSeesThreadsWaiting(t *testing.T) {
+	if _, err := os.Stat("/proc/self/task"); err != nil {
+		t.Skip("no /proc/self/task here: the run-delay signal reads Linux's per-thread schedstat")
+	}
+	sig, err := Signal("rundelay")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if load, err := sig.Load(); err != nil || load != 0 {
+		t.Fatalf("the first reading is the baseline: %v, %v", load, err)
+	}
+	n := 2 * runtime.NumCPU()
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(n))
+	var stop atomic.Bool
+	var wg sync.WaitGroup
+	for range n {
+		wg.Go(func() {
+			runtime.LockOSThread() // one thread each, so the kernel, not Go, shares the CPUs
+			defer runtime.UnlockOSThread()
+			for !stop.Load() {
+			}
+		})
+	}
+	time.Sleep(500 * time.Millisecond)
+	load, err := sig.Load()
+	stop.Store(true)
+	wg.Wait()
+	t.Logf("%d spinning threads on %d CPUs: run delay %.2f per P", n, runtime.NumCPU(), load)
+	if err != nil || load < 0.25 {
+		t.Fatalf("%d spinning threads on %d CPUs: run delay %v per P (%v), want at least 0.25", n, runtime.NumCPU(), load, err)
 	}
 }

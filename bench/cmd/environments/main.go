@@ -96,7 +96,7 @@ func main() {
 		envNames[i] = e.name
 	}
 	var err error
-	if p.signals, err = scenario.ParseList(*signalList, bench.SignalNames); err != nil {
+	if p.signals, err = bench.ParseSignals(*signalList); err != nil {
 		log.Fatal(err)
 	}
 	if p.envs, err = scenario.ParseList(*envList, envNames); err != nil {

@@ -127,7 +127,10 @@ func (e *Engine) Admit(critical bool) bool {
 	return true
 }
 
-// wakeSampler asks the resting sampler for a reading now, without waiting.
+// wakeSampler asks the resting sampler for a reading now, without waiting. It is kept out of line: Admit calls it
+// about once per rest, and the select inlined would grow the request path.
+//
+//go:noinline
 func (e *Engine) wakeSampler() {
 	select {
 	case e.wake <- struct{}{}:

@@ -60,6 +60,7 @@ var modeNames = map[string]string{
 type params struct {
 	work, duration, reference, timeout time.Duration
 	factor, cpus                       float64
+	rounds                             int
 	modes, signals                     []string
 }
 
@@ -75,6 +76,7 @@ func main() {
 	flag.DurationVar(&p.timeout, "timeout", 10*time.Second, "client timeout of each request")
 	flag.Float64Var(&p.factor, "factor", 2, "offered load as a multiple of capacity")
 	flag.Float64Var(&p.cpus, "cpus", 1, "CPU quota of the app's cgroup")
+	flag.IntVar(&p.rounds, "rounds", 1, "rounds of every row after one capacity measurement; more than 1 prints each row's median and range")
 	modeList := flag.String("modes", strings.Join(modes, ","), "apps to run at factor x capacity: "+strings.Join(modes, ","))
 	signalList := flag.String("signals", "default,cpu", "loadshed signals to run, from: "+strings.Join(bench.SignalNames, ",")+","+bench.FixedPrefix+"P")
 	interval := flag.Duration("interval", 0, "loadshed Config.Interval (0: the default)")
@@ -92,6 +94,9 @@ func main() {
 		return
 	}
 	var err error
+	if p.rounds < 1 {
+		log.Fatalf("-rounds must be at least 1, got %d", p.rounds)
+	}
 	if p.modes, err = scenario.ParseList(*modeList, modes); err != nil {
 		log.Fatal(err)
 	}
@@ -206,47 +211,69 @@ func drive(p params) error {
 	at := func(rate float64, d time.Duration) func(string) scenario.Outcome {
 		return func(base string) scenario.Outcome { return scenario.Attack(base+"/work", rate, d, p.timeout) }
 	}
-	var runs []run
-	add := func(name, mode, signal string, f func(string) scenario.Outcome) error {
-		o, err := measure(mode, signal, f)
+	// oneRound measures every row once: the unloaded reference, the 0.8x rows, then the overload rows.
+	oneRound := func() ([]run, error) {
+		var runs []run
+		add := func(name, mode, signal string, f func(string) scenario.Outcome) error {
+			o, err := measure(mode, signal, f)
+			if err != nil {
+				return err
+			}
+			log.Printf("%s: %+v", name, o)
+			runs = append(runs, run{name, o})
+			return nil
+		}
+		reference = true
+		if err := add("unloaded (¼ capacity, loadshed default)", "loadshed", "default", at(capRPS/4, p.reference)); err != nil {
+			return nil, err
+		}
+		reference = false
+		if slices.Contains(p.modes, "loadshed") {
+			for _, sig := range p.signals {
+				if err := add("0.8x capacity, loadshed "+sig, "loadshed", sig, at(capRPS*0.8, p.reference)); err != nil {
+					return nil, err
+				}
+			}
+		}
+		rate := capRPS * p.factor
+		for _, mode := range p.modes {
+			signals := []string{"default"}
+			if mode == "loadshed" {
+				signals = p.signals
+			}
+			for _, sig := range signals {
+				name := fmt.Sprintf("%.3gx capacity, %s", p.factor, modeNames[mode])
+				if mode == "loadshed" {
+					name += " " + sig
+				}
+				if err := add(name, mode, sig, at(rate, p.duration)); err != nil {
+					return nil, err
+				}
+			}
+		}
+		return runs, nil
+	}
+	var rounds [][]run
+	for range p.rounds {
+		runs, err := oneRound()
 		if err != nil {
 			return err
 		}
-		log.Printf("%s: %+v", name, o)
-		runs = append(runs, run{name, o})
-		return nil
-	}
-	reference = true
-	if err := add("unloaded (¼ capacity, loadshed default)", "loadshed", "default", at(capRPS/4, p.reference)); err != nil {
-		return err
-	}
-	reference = false
-	unloaded := runs[0].o
-	if slices.Contains(p.modes, "loadshed") {
-		for _, sig := range p.signals {
-			if err := add("0.8x capacity, loadshed "+sig, "loadshed", sig, at(capRPS*0.8, p.reference)); err != nil {
-				return err
-			}
-		}
-	}
-	rate := capRPS * p.factor
-	for _, mode := range p.modes {
-		signals := []string{"default"}
-		if mode == "loadshed" {
-			signals = p.signals
-		}
-		for _, sig := range signals {
-			name := fmt.Sprintf("%.3gx capacity, %s", p.factor, modeNames[mode])
-			if mode == "loadshed" {
-				name += " " + sig
-			}
-			if err := add(name, mode, sig, at(rate, p.duration)); err != nil {
-				return err
-			}
-		}
+		rounds = append(rounds, runs)
 	}
 
 	fmt.Printf("Capacity (closed loop, 16 clients, %.3g CPU cgroup, %v CPU per request): **%.0f req/s**\n\n", p.cpus, p.work, capRPS)
+	if len(rounds) == 1 {
+		printRuns(rounds[0], capRPS)
+	} else {
+		printRounds(rounds, capRPS)
+	}
+	return nil
+}
+
+// printRuns prints one round's table; the last column divides by the round's unloaded p99 (its first row).
+func printRuns(runs []run, capRPS float64) {
+	unloaded := runs[0].o
 	fmt.Printf("| run | offered req/s | goodput req/s | goodput / capacity | shed | timeouts | errors | p50 admitted | p99 admitted | p99 / unloaded p99 |\n")
 	fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range runs {
@@ -258,7 +285,43 @@ func drive(p params) error {
 			100*r.o.Goodput/capRPS, scenario.Pct(r.o.ShedFrac()), scenario.Pct(r.o.TimeoutFrac()),
 			scenario.Pct(r.o.ErrFrac()), scenario.Ms(r.o.P50), scenario.Ms(r.o.P99), ratio)
 	}
-	return nil
+}
+
+// printRounds prints each row's median and range over the rounds; each round's p99 ratio divides by that
+// round's own unloaded p99.
+func printRounds(rounds [][]run, capRPS float64) {
+	fmt.Printf("%d rounds, each cell the median (min–max):\n\n", len(rounds))
+	fmt.Printf("| run | goodput / capacity | shed | timeouts | p99 admitted | p99 / unloaded p99 |\n")
+	fmt.Printf("|---|---:|---:|---:|---:|---:|\n")
+	for i, r := range rounds[0] {
+		var good, shed, timeouts, p99, ratio []float64
+		for _, runs := range rounds {
+			o, unloaded := runs[i].o, runs[0].o
+			good = append(good, o.Goodput/capRPS)
+			shed = append(shed, o.ShedFrac())
+			timeouts = append(timeouts, o.TimeoutFrac())
+			p99 = append(p99, float64(o.P99)/float64(time.Millisecond))
+			if unloaded.P99 > 0 && o.P99 > 0 {
+				ratio = append(ratio, float64(o.P99)/float64(unloaded.P99))
+			}
+		}
+		fmt.Printf("| %s | %s | %s | %s | %s ms | %s× |\n", r.name, spread(good, 100, "%.0f%%"), spread(shed, 100, "%.1f %%"),
+			spread(timeouts, 100, "%.1f %%"), spread(p99, 1, "%.3g"), spread(ratio, 1, "%.1f"))
+	}
+}
+
+// spread formats the median and range of v, each multiplied by scale, as "median (min–max)".
+func spread(v []float64, scale float64, format string) string {
+	if len(v) == 0 {
+		return "–"
+	}
+	s := slices.Sorted(slices.Values(v))
+	med := s[len(s)/2]
+	if len(s)%2 == 0 {
+		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
+	}
+	f := func(x float64) string { return fmt.Sprintf(format, x*scale) }
+	return f(med) + " (" + f(s[0]) + "–" + f(s[len(s)-1]) + ")"
 }
 
 // traceStatus writes the app's Status every 20ms to file, as CSV (milliseconds since the start, load,

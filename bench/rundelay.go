@@ -1,13 +1,11 @@
 package bench
 
 import (
-	"os"
-	"path/filepath"
 	"runtime"
-	"strconv"
-	"strings"
 	"sync"
 	"time"
+
+	"github.com/fiberguard/fiberguard/bench/internal/scenario"
 )
 
 // runDelay is an experimental signal: the time this process's threads spent runnable but waiting for a CPU
@@ -16,37 +14,24 @@ import (
 type runDelay struct {
 	mu     sync.Mutex
 	target float64
-	prev   int64
+	prev   time.Duration
 	at     time.Time
 }
 
 func (r *runDelay) Load() (float64, error) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
-	files, err := filepath.Glob("/proc/self/task/*/schedstat")
+	_, wait, err := scenario.ThreadTimes("self")
 	if err != nil {
 		return 0, err
 	}
-	var sum int64
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue
-		}
-		fields := strings.Fields(string(data))
-		if len(fields) < 2 {
-			continue
-		}
-		v, _ := strconv.ParseInt(fields[1], 10, 64)
-		sum += v
-	}
 	now := time.Now()
-	if r.at.IsZero() || sum < r.prev {
-		r.prev, r.at = sum, now
+	if r.at.IsZero() || wait < r.prev {
+		r.prev, r.at = wait, now
 		return 0, nil
 	}
-	rate := float64(sum-r.prev) / float64(now.Sub(r.at)) / float64(runtime.GOMAXPROCS(0))
-	r.prev, r.at = sum, now
+	rate := float64(wait-r.prev) / float64(now.Sub(r.at)) / float64(runtime.GOMAXPROCS(0))
+	r.prev, r.at = wait, now
 	return rate / r.target, nil
 }
 

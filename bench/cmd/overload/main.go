@@ -315,13 +315,8 @@ func spread(v []float64, scale float64, format string) string {
 	if len(v) == 0 {
 		return "–"
 	}
-	s := slices.Sorted(slices.Values(v))
-	med := s[len(s)/2]
-	if len(s)%2 == 0 {
-		med = (s[len(s)/2-1] + s[len(s)/2]) / 2
-	}
 	f := func(x float64) string { return fmt.Sprintf(format, x*scale) }
-	return f(med) + " (" + f(s[0]) + "–" + f(s[len(s)-1]) + ")"
+	return f(scenario.Median(v)) + " (" + f(slices.Min(v)) + "–" + f(slices.Max(v)) + ")"
 }
 
 // traceStatus writes the app's Status every 20ms to file, as CSV (milliseconds since the start, load,

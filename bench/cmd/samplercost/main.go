@@ -11,13 +11,10 @@
 package main
 
 import (
-	"errors"
 	"flag"
 	"fmt"
 	"log"
 	"net/http"
-	"os"
-	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -105,7 +102,7 @@ func drive(list []string, rounds int, d time.Duration, rate float64) error {
 			}
 			undo := clean.Add(a.Stop)
 			time.Sleep(2 * time.Second) // past the start: the runtime's and the shedder's first work
-			before, err := threadsCPU(a.Pid)
+			before, _, err := scenario.ThreadTimes(strconv.Itoa(a.Pid))
 			if err != nil {
 				return err
 			}
@@ -113,7 +110,7 @@ func drive(list []string, rounds int, d time.Duration, rate float64) error {
 			if err := offer(a.Base+"/ok", rate, d); err != nil {
 				return err
 			}
-			after, err := threadsCPU(a.Pid)
+			after, _, err := scenario.ThreadTimes(strconv.Itoa(a.Pid))
 			if err != nil {
 				return err
 			}
@@ -133,11 +130,11 @@ func drive(list []string, rounds int, d time.Duration, rate float64) error {
 		for i, v := range used[app] {
 			diffs[i] = v - used["none"][i]
 		}
-		above := fmt.Sprintf("%+.3f %%", 100*median(diffs))
+		above := fmt.Sprintf("%+.3f %%", 100*scenario.Median(diffs))
 		if app == "none" {
 			above = "–"
 		}
-		fmt.Printf("| %s | %.3f %% (%.3f–%.3f) | %s |\n", appNames[app], 100*median(used[app]),
+		fmt.Printf("| %s | %.3f %% (%.3f–%.3f) | %s |\n", appNames[app], 100*scenario.Median(used[app]),
 			100*slices.Min(used[app]), 100*slices.Max(used[app]), above)
 	}
 	return nil
@@ -167,40 +164,4 @@ func offer(url string, rate float64, d time.Duration) error {
 		_ = resp.Body.Close()
 	}
 	return nil
-}
-
-// threadsCPU is the run time of every thread of pid so far, from /proc/PID/task/*/schedstat.
-func threadsCPU(pid int) (time.Duration, error) {
-	files, err := filepath.Glob("/proc/" + strconv.Itoa(pid) + "/task/*/schedstat")
-	if err != nil || len(files) == 0 {
-		return 0, errors.Join(errors.New("no thread schedstat for pid "+strconv.Itoa(pid)), err)
-	}
-	var total time.Duration
-	for _, f := range files {
-		data, err := os.ReadFile(f)
-		if err != nil {
-			continue // a thread that exited
-		}
-		fields := strings.Fields(string(data))
-		if len(fields) == 0 {
-			continue
-		}
-		ns, err := strconv.ParseInt(fields[0], 10, 64)
-		if err != nil {
-			return 0, fmt.Errorf("%s: %w", f, err)
-		}
-		total += time.Duration(ns)
-	}
-	return total, nil
-}
-
-func median(v []float64) float64 {
-	s := slices.Sorted(slices.Values(v))
-	if len(s) == 0 {
-		return 0
-	}
-	if len(s)%2 == 1 {
-		return s[len(s)/2]
-	}
-	return (s[len(s)/2-1] + s[len(s)/2]) / 2
 }

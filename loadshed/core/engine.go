@@ -35,8 +35,6 @@ type Engine struct {
 	signal     Signal
 	signalName string // for Status: the CPU signal's source and capacity, or "custom"
 	smoothing  float64
-	interval   time.Duration
-	idle       time.Duration // Config.IdleInterval
 	log        Logger
 	wake       chan struct{} // a request asks a resting sampler for a reading now
 
@@ -46,7 +44,7 @@ type Engine struct {
 	samplerErrors atomic.Uint64
 	sampleMu      sync.Mutex // one reading at a time: the sampler's and Sample's
 	lastErr       string     // guarded by sampleMu
-	pace          pace       // guarded by sampleMu
+	pace          pace       // its rhythm fields are guarded by sampleMu; interval and idle never change
 
 	cancel    context.CancelFunc
 	done      chan struct{}
@@ -83,13 +81,11 @@ func NewEngine(cfg Config) *Engine {
 		signal:     sig,
 		signalName: signalName(sig),
 		smoothing:  cfg.Smoothing,
-		interval:   cfg.Interval,
-		idle:       cfg.IdleInterval,
 		log:        lg,
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),
 	}
-	e.pace.wait = cfg.Interval
+	e.pace = newPace(cfg.Interval, cfg.IdleInterval, cfg.Lower)
 	e.publish(0, time.Time{}, 0)
 	e.sample(true) // the first reading exists before the first request
 

@@ -27,7 +27,7 @@ func (e *Engine) run(ctx context.Context) {
 	}()
 	// A ticker keeps the cadence whatever a reading costs (a sampler that waits for a CPU under overload would
 	// otherwise drift later with every reading); it is reset only when the wait changes.
-	wait := e.interval
+	wait := e.pace.interval
 	t := time.NewTicker(wait)
 	defer t.Stop()
 	for {
@@ -46,31 +46,36 @@ func (e *Engine) run(ctx context.Context) {
 	}
 }
 
-// pace is the sampler's rhythm: while the load is quiet it rests, doubling its wait from Interval up to
-// IdleInterval; any other reading brings the wait back to Interval.
+// pace is the sampler's rhythm: while the load is quiet (below half of Lower) it rests, doubling its wait from
+// Interval up to IdleInterval; any other reading brings the wait back to Interval.
 type pace struct {
+	interval, idle time.Duration // Config.Interval and Config.IdleInterval
+	quiet          float64       // half of Config.Lower: a load below it is quiet
+
 	wait     time.Duration // the wait before the next reading
 	at       time.Time     // of the previous reading
 	admitted uint64        // the count of admitted ordinary requests at it
+}
+
+func newPace(interval, idle time.Duration, lower float64) pace {
+	return pace{interval: interval, idle: idle, quiet: lower / 2, wait: interval}
 }
 
 // restMinWake is the fewest requests that wake a resting sampler: a handful of requests is no surge.
 const restMinWake = 8
 
 // next sets the wait after a reading at now of load (smoothed) and reading (raw) and returns it with the count
-// of admitted requests that wakes the sampler before that wait is over (0: none). The load is quiet below half
-// of Lower. A woken sampler, a reading that is not quiet or an IdleInterval equal to Interval reads again after
-// Interval. Otherwise the wait doubles, and the wake-up count allows twice the requests the last wait saw at
-// their rate, at least restMinWake.
-func (p *pace) next(now time.Time, admitted uint64, load, reading float64, woken bool, lower float64,
-	interval, idle time.Duration) (time.Duration, uint64) {
+// of admitted requests that wakes the sampler before that wait is over (0: none). A woken sampler, a reading
+// that is not quiet or an IdleInterval equal to Interval reads again after Interval. Otherwise the wait doubles,
+// and the wake-up count allows twice the requests the last wait saw at their rate, at least restMinWake.
+func (p *pace) next(now time.Time, admitted uint64, load, reading float64, woken bool) (time.Duration, uint64) {
 	elapsed, arrived := now.Sub(p.at), admitted-p.admitted
 	p.at, p.admitted = now, admitted
-	if woken || load >= lower/2 || reading >= lower/2 || idle <= interval {
-		p.wait = interval
+	if woken || load >= p.quiet || reading >= p.quiet || p.idle <= p.interval {
+		p.wait = p.interval
 		return p.wait, 0
 	}
-	p.wait = min(2*p.wait, idle)
+	p.wait = min(2*p.wait, p.idle)
 	expected := 0.0
 	if elapsed > 0 {
 		expected = float64(arrived) * float64(p.wait) / float64(elapsed)
@@ -140,13 +145,12 @@ func (e *Engine) sampleLocked(first, woken bool) time.Duration {
 			e.log.Warnf("loadshed: signal error, keeping the last load: %v", err)
 			e.lastErr = msg
 		}
-		return e.interval
+		return e.pace.interval
 	}
 	e.lastErr = ""
 	now := time.Now()
 	smoothed := smooth(e.state.Load().load, load, e.smoothing, first)
-	wait, wakeAt := e.pace.next(now, e.normal.admitted.Load(), smoothed, load, woken || first, e.policy.Lower,
-		e.interval, e.idle)
+	wait, wakeAt := e.pace.next(now, e.normal.admitted.Load(), smoothed, load, woken || first)
 	e.publish(smoothed, now, wakeAt)
 	return wait
 }

@@ -252,12 +252,11 @@ func TestPaceTable(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			var p pace
-			p.wait = interval
+			p := newPace(interval, tt.idle, 0.9)
 			at := t0
 			for i, s := range tt.steps {
 				at = at.Add(s.after)
-				wait, wakeAt := p.next(at, s.admitted, s.load, s.reading, s.woken, 0.9, interval, tt.idle)
+				wait, wakeAt := p.next(at, s.admitted, s.load, s.reading, s.woken)
 				if wait != s.wantWait || wakeAt != s.wantWakeAt {
 					t.Fatalf("step %d: wait %v, wake at %d; want %v, %d", i, wait, wakeAt, s.wantWait, s.wantWakeAt)
 				}

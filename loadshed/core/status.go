@@ -52,8 +52,8 @@ func (e *Engine) Status() Status {
 		SamplerErrors:       e.samplerErrors.Load(),
 		DryRun:              e.dryRun,
 		Signal:              e.signalName,
-		IntervalSeconds:     e.interval.Seconds(),
-		IdleIntervalSeconds: e.idle.Seconds(),
+		IntervalSeconds:     e.pace.interval.Seconds(),
+		IdleIntervalSeconds: e.pace.idle.Seconds(),
 		Resting:             st.wakeAt != 0,
 		Readings:            e.readings(st.load),
 	}

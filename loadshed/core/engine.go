@@ -52,13 +52,6 @@ type Engine struct {
 	metrics   *metrics
 }
 
-// decisions counts one priority's outcomes. Padding keeps the two priorities on separate cache lines.
-type decisions struct {
-	admitted atomic.Uint64
-	rejected atomic.Uint64
-	_        [48]byte
-}
-
 // NewEngine validates cfg (panicking on invalid values, naming the field), takes the first load reading,
 // registers the metrics and starts the background sampler. cfg is used as given: fill it with WithDefaults first.
 func NewEngine(cfg Config) *Engine {
@@ -113,7 +106,7 @@ func (e *Engine) Admit(critical bool) bool {
 	if critical {
 		prob, d = st.critical, &e.crit
 	}
-	if prob > 0 && shed(prob, rand.Float64()) {
+	if prob > 0 && (prob >= 1 || d.spread(prob, rand.Float64())) {
 		d.rejected.Add(1)
 		return e.dryRun
 	}

@@ -3,6 +3,7 @@ package core
 import (
 	"math"
 	"math/rand/v2"
+	"slices"
 	"sync"
 	"testing"
 )
@@ -80,5 +81,39 @@ func TestSpreadConcurrentCallersKeepTheShare(t *testing.T) {
 	// Callers that read the credit a moment apart still leave the total within a few requests of its share.
 	if math.Abs(float64(admitted)-want) > 8+goroutines {
 		t.Errorf("%d goroutines admitted %d, want %.0f", goroutines, admitted, want)
+	}
+}
+
+func TestSpreadKeepsASteadyStreamSteady(t *testing.T) {
+	// Why the rejections are spread: a steady stream of requests at twice what one server can serve, shed at
+	// p = 0.55, leaves 0.9 of the server's capacity. Spread, the admitted stream stays steady: its p99 wait is
+	// 2–2.5 service times over seeds. Thinned by independent coins it turns random: 10.5–12.5.
+	const (
+		service  = 1.0 // the time the server takes for one request
+		gap      = 0.5 // between arrivals: twice the server's rate
+		prob     = 0.55
+		requests = 200000
+	)
+	p99 := func(decide func(r float64) bool) float64 {
+		rng := rand.New(rand.NewPCG(4, 5))
+		free := 0.0 // when the server is next free
+		var waits []float64
+		for i := range requests {
+			at := float64(i) * gap
+			if decide(rng.Float64()) {
+				continue
+			}
+			start := max(at, free)
+			waits = append(waits, start-at)
+			free = start + service
+		}
+		slices.Sort(waits)
+		return waits[len(waits)*99/100]
+	}
+	var d decisions
+	spread := p99(func(r float64) bool { return d.spread(prob, r) })
+	coins := p99(func(r float64) bool { return r < prob })
+	if spread > 3*service || coins < 8*service {
+		t.Fatalf("p99 wait: spread %.2f, coins %.2f service times; want spread at most 3 and coins at least 8", spread, coins)
 	}
 }

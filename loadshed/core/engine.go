@@ -98,8 +98,9 @@ func NewEngine(cfg Config) *Engine {
 	return e
 }
 
-// Admit decides one request and counts the decision under its priority: false means reject it. In dry-run mode
-// a request that would be rejected is counted as rejected and Admit returns true.
+// Admit decides one request and counts the decision under its priority: false means reject it. Between
+// probabilities 0 and 1 the rejections are spread evenly over each priority's requests (see decisions.spread).
+// In dry-run mode a request that would be rejected is counted as rejected and Admit returns true.
 func (e *Engine) Admit(critical bool) bool {
 	st := e.state.Load()
 	prob, d := st.normal, &e.normal

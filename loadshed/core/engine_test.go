@@ -103,21 +103,41 @@ func TestAdmitDryRunCountsButAdmits(t *testing.T) {
 }
 
 func TestAdmitInTheBand(t *testing.T) {
-	// p = 0.5; the decision itself is table-tested in TestPolicyShed, this checks Admit draws fresh numbers.
+	// p = 0.5: Admit spreads the rejections evenly (decisions.spread), so after every request the count rejected
+	// stays within a few of half the requests; coins would stray by √n/2, about 30 after 4000.
 	e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(0.925)})
-	rejected := 0
+	rejected, worst := 0, 0.0
 	const n = 4000
-	for range n {
+	for i := 1; i <= n; i++ {
 		if !e.Admit(false) {
 			rejected++
 		}
+		worst = max(worst, math.Abs(float64(rejected)-float64(i)/2))
 	}
-	// Binomial(4000, 0.5) has a standard deviation of ~32; ±300 is over 9 of them.
-	if rejected < n/2-300 || rejected > n/2+300 {
-		t.Fatalf("rejected %d of %d at p=0.5", rejected, n)
+	if worst > 8 {
+		t.Fatalf("the count rejected strayed %.1f from half the requests", worst)
 	}
 	if st := e.Status(); int(st.Rejected) != rejected || int(st.Admitted) != n-rejected {
 		t.Fatalf("counters %+v disagree with %d rejected", st, rejected)
+	}
+}
+
+func TestAdmitSpreadsEachPriorityOnItsOwn(t *testing.T) {
+	// In the critical band (0.99: ordinary requests all shed, critical ones at p = 0.5) the critical requests
+	// keep their own credit: interleaved with rejected ordinary ones they are still admitted half the time.
+	e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(0.99)})
+	admitted := 0
+	const n = 2000
+	for range n {
+		if e.Admit(false) {
+			t.Fatal("an ordinary request was admitted above Upper")
+		}
+		if e.Admit(true) {
+			admitted++
+		}
+	}
+	if admitted < n/2-8 || admitted > n/2+8 {
+		t.Fatalf("admitted %d of %d critical requests at p = 0.5", admitted, n)
 	}
 }
 

@@ -59,7 +59,7 @@ var modeNames = map[string]string{
 
 type params struct {
 	work, duration, reference, timeout time.Duration
-	factor, cpus                       float64
+	factor, cpus, capacity             float64
 	rounds                             int
 	modes, signals                     []string
 }
@@ -76,6 +76,7 @@ func main() {
 	flag.DurationVar(&p.timeout, "timeout", 10*time.Second, "client timeout of each request")
 	flag.Float64Var(&p.factor, "factor", 2, "offered load as a multiple of capacity")
 	flag.Float64Var(&p.cpus, "cpus", 1, "CPU quota of the app's cgroup")
+	flag.Float64Var(&p.capacity, "capacity", 0, "the app's capacity in req/s instead of measuring it (0: measure), so that runs of different builds offer the same rates")
 	flag.IntVar(&p.rounds, "rounds", 1, "rounds of every row after one capacity measurement; more than 1 prints each row's median and range")
 	modeList := flag.String("modes", strings.Join(modes, ","), "apps to run at factor x capacity: "+strings.Join(modes, ","))
 	signalList := flag.String("signals", "default,cpu", "loadshed signals to run, from: "+strings.Join(bench.SignalNames, ",")+","+bench.FixedPrefix+"P")
@@ -94,6 +95,9 @@ func main() {
 		return
 	}
 	var err error
+	if !(p.capacity == 0 || p.capacity >= 1) {
+		log.Fatalf("-capacity must be 0 (measure it) or at least 1 req/s, got %v", p.capacity)
+	}
 	if p.rounds < 1 {
 		log.Fatalf("-rounds must be at least 1, got %d", p.rounds)
 	}
@@ -196,14 +200,16 @@ func drive(p params) error {
 		return f(a.Base), nil
 	}
 
-	var capRPS float64
-	if _, err := measure("plain", "default", func(base string) scenario.Outcome {
-		capRPS = scenario.Capacity(base+"/work", 5*time.Second)
-		return scenario.Outcome{}
-	}); err != nil {
-		return err
+	capRPS := p.capacity
+	if capRPS == 0 {
+		if _, err := measure("plain", "default", func(base string) scenario.Outcome {
+			capRPS = scenario.Capacity(base+"/work", 5*time.Second)
+			return scenario.Outcome{}
+		}); err != nil {
+			return err
+		}
 	}
-	if capRPS < 1 {
+	if !(capRPS >= 1) {
 		return fmt.Errorf("capacity %.1f req/s: the app serves nothing", capRPS)
 	}
 	log.Printf("capacity %.0f req/s", capRPS)

@@ -29,7 +29,8 @@ func (p Policy) Probabilities(load float64) (normal, critical float64) {
 }
 
 // Shed decides one request: r is a uniform random number in [0, 1) drawn by the caller. It returns true when the
-// request must be rejected.
+// request must be rejected. Each call is a coin of its own; Engine.Admit instead spreads its rejections evenly
+// over the requests at the same probability.
 func (p Policy) Shed(load float64, critical bool, r float64) bool {
 	normal, crit := p.Probabilities(load)
 	if critical {

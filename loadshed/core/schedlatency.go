@@ -17,11 +17,11 @@ import (
 // the quantile passes Target.
 //
 // The recent past is an exponentially decaying histogram with a memory of about 100ms, capped by the longest wait
-// since the previous reading: once the goroutines that run wait no more, the past backlog no longer counts. The quantile must rest on
-// at least 4 events above it: a nearly idle process on a busy host sees the odd late wake-up, and a lone late
-// wake-up is not an overload. (The runtime samples one goroutine transition in eight, so 4 events stand for
-// about 32 waits.) A reading is capped at 2: a backlog's long waits would otherwise hold the Shedder's smoothed
-// load above Upper, shedding everything, long after the backlog has drained.
+// since the previous reading: once the goroutines that run wait no more, the past backlog no longer counts. The
+// quantile must rest on at least 4 events above it: a nearly idle process on a busy host sees the odd late
+// wake-up, and a lone late wake-up is not an overload. (The runtime samples one goroutine transition in eight, so
+// 4 events stand for about 32 waits.) A reading is capped at 2: a backlog's long waits would otherwise hold the
+// Shedder's smoothed load above Upper, shedding everything, long after the backlog has drained.
 //
 // Load is meant for one sampler (the Shedder's); the zero value is not usable, create it with NewSchedLatency.
 type SchedLatency struct {

@@ -37,15 +37,15 @@ import (
 // modes are the apps compared, in table order.
 var modes = []string{"plain", "loadshed", "bbr", "failsafe", "gozero", "inflight"}
 
-// inflightCap is the cap of the inflight mode: a middleware that admits a request only while fewer than this many
-// are inside the handler. It shows where the queue of an overloaded CPU-bound app forms: in front of the
-// middleware, among the connections' goroutines waiting for a P, where no in-flight count sees it.
 // procs, when set, is the GOMAXPROCS of every app (Go's default for the cgroup otherwise).
 var procs = flag.Int("gomaxprocs", 0, "GOMAXPROCS of the apps (0: what Go chooses in their cgroup)")
 
 // traceDir, when set, receives one CSV per loadshed run: the app's Status every 20ms while the load is offered.
 var traceDir = flag.String("trace", "", "directory for a CSV trace of each loadshed run's Status every 20ms")
 
+// inflightCap is the cap of the inflight mode: a middleware that admits a request only while fewer than this many
+// are inside the handler. It shows where the queue of an overloaded CPU-bound app forms: in front of the
+// middleware, among the connections' goroutines waiting for a P, where no in-flight count sees it.
 var inflightCap = flag.Int("inflight", 2, "cap of the inflight mode: requests inside the handler at once")
 
 var modeNames = map[string]string{

@@ -24,6 +24,11 @@ var ExperimentalSignals = []string{"rundelay", "default+rundelay"}
 // the measured signals with.
 const FixedPrefix = "fixed="
 
+// SignalChoices lists, for a flag's help, every name ParseSignals takes.
+func SignalChoices() string {
+	return strings.Join(append(append([]string(nil), SignalNames...), ExperimentalSignals...), ",") + "," + FixedPrefix + "P"
+}
+
 // ParseSignals parses a comma-separated list of signal names: those of SignalNames and ExperimentalSignals, and
 // fixed=P.
 func ParseSignals(list string) ([]string, error) {

@@ -22,6 +22,20 @@ func TestParseSignals(t *testing.T) {
 	}
 }
 
+func TestSignalChoicesAreWhatParseSignalsTakes(t *testing.T) {
+	// The help names every built-in and experimental signal, then the fixed form with P for its load.
+	choices := strings.Split(SignalChoices(), ",")
+	if want := len(SignalNames) + len(ExperimentalSignals) + 1; len(choices) != want {
+		t.Fatalf("SignalChoices() = %q: %d names, want %d", SignalChoices(), len(choices), want)
+	}
+	if last := choices[len(choices)-1]; last != FixedPrefix+"P" {
+		t.Fatalf("the last choice is %q, want %q", last, FixedPrefix+"P")
+	}
+	if _, err := ParseSignals(strings.Join(choices[:len(choices)-1], ",") + "," + FixedPrefix + "0.5"); err != nil {
+		t.Fatalf("ParseSignals refused a listed choice: %v", err)
+	}
+}
+
 func TestFixedSignalReadsItsLoad(t *testing.T) {
 	for name, want := range map[string]float64{"fixed=0": 0, "fixed=0.56": 0.56, "fixed=1": 1, "fixed=1e-9": 1e-9} {
 		sig, err := Signal(name)

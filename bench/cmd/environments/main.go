@@ -69,7 +69,7 @@ func main() {
 	spin := flag.Bool("spin", false, "internal: run GOMAXPROCS busy goroutines in the app")
 
 	var p params
-	signalList := flag.String("signals", strings.Join(bench.SignalNames, ","), "loadshed signals (columns), from: "+strings.Join(bench.SignalNames, ","))
+	signalList := flag.String("signals", strings.Join(bench.SignalNames, ","), "loadshed signals (columns), from: "+bench.SignalChoices())
 	envList := flag.String("envs", "root,unlimited,cpu-only,half", "environments (rows)")
 	scenarioList := flag.String("scenarios", strings.Join(scenarios, ","), "scenarios (rows)")
 	flag.DurationVar(&p.cell, "cell", 5*time.Second, "measured length of each cell (and of the quiet run of a starved cell)")

@@ -79,7 +79,7 @@ func main() {
 	flag.Float64Var(&p.capacity, "capacity", 0, "the app's capacity in req/s instead of measuring it (0: measure), so that runs of different builds offer the same rates")
 	flag.IntVar(&p.rounds, "rounds", 1, "rounds of every row after one capacity measurement; more than 1 prints each row's median and range")
 	modeList := flag.String("modes", strings.Join(modes, ","), "apps to run at factor x capacity: "+strings.Join(modes, ","))
-	signalList := flag.String("signals", "default,cpu", "loadshed signals to run, from: "+strings.Join(bench.SignalNames, ",")+","+bench.FixedPrefix+"P")
+	signalList := flag.String("signals", "default,cpu", "loadshed signals to run, from: "+bench.SignalChoices())
 	interval := flag.Duration("interval", 0, "loadshed Config.Interval (0: the default)")
 	smoothing := flag.Float64("smoothing", 0, "loadshed Config.Smoothing (0: the default)")
 	lower := flag.Float64("lower", 0, "loadshed Config.Lower (0: the default)")

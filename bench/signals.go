@@ -9,13 +9,14 @@ import (
 )
 
 // SignalNames lists the loadshed signals the scenarios can compare, by the name Signal takes: the default
-// (CPU and scheduling latency), the CPU signal alone, the host-wide CPU (what loadshed read without a limit
+// (a Settled over CPU and scheduling latency), "max" (the highest of CPU and scheduling latency read through the
+// bands, the default before Settled), the CPU signal alone, the host-wide CPU (what loadshed read without a limit
 // before), scheduling latency alone and pressure stall information.
-var SignalNames = []string{"default", "cpu", "host", "sched", "pressure"}
+var SignalNames = []string{"default", "max", "cpu", "host", "sched", "pressure"}
 
 // ExperimentalSignals are signals Signal also takes that loadshed does not ship: "rundelay", the time this
-// process's threads waited for a CPU (per second and per P), and "default+rundelay", loadshed's default beside it
-// with load 1 at half a CPU of waiting per P. They were measured for a starved process (BENCHMARKS.md).
+// process's threads waited for a CPU (per second and per P), and "default+rundelay", the highest of CPU,
+// scheduling latency (the default before Settled) and it, with load 1 at half a CPU of waiting per P. They were measured for a starved process (BENCHMARKS.md).
 var ExperimentalSignals = []string{"rundelay", "default+rundelay"}
 
 // FixedPrefix names a signal whose load never changes: "fixed=0.56" reads 0.56 every time. With Lower 0 and
@@ -53,6 +54,8 @@ func Signal(name string) (loadshed.Signal, error) {
 	switch name {
 	case "", "default":
 		return nil, nil
+	case "max":
+		return loadshed.Max(loadshed.NewCPU(0), loadshed.NewSchedLatency(0)), nil
 	case "cpu":
 		return loadshed.NewCPU(0), nil
 	case "host":
@@ -64,7 +67,7 @@ func Signal(name string) (loadshed.Signal, error) {
 	case "rundelay":
 		return &runDelay{target: 1}, nil
 	case "default+rundelay":
-		return loadshed.Max(loadshed.DefaultSignal(0), &runDelay{target: 0.5}), nil
+		return loadshed.Max(loadshed.NewCPU(0), loadshed.NewSchedLatency(0), &runDelay{target: 0.5}), nil
 	}
 	if v, ok := strings.CutPrefix(name, FixedPrefix); ok {
 		load, err := strconv.ParseFloat(v, 64)

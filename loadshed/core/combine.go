@@ -42,14 +42,6 @@ func Max(signals ...Signal) *Combined {
 	return c
 }
 
-// DefaultSignal is the Signal of a Config without one: the highest of CPU utilisation (NewCPU(cpus)) and
-// scheduling latency (NewSchedLatency(0)). Utilisation sheds when the process uses what it may; latency sheds when
-// its goroutines queue for a CPU they do not get — a backlog inside a quota, neighbours taking the CPU, or too
-// small a GOMAXPROCS.
-func DefaultSignal(cpus float64) *Combined {
-	return Max(NewCPU(cpus), NewSchedLatency(0))
-}
-
 // Load reads every signal and returns the highest load.
 func (c *Combined) Load() (float64, error) {
 	c.mu.Lock()

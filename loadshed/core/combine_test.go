@@ -81,27 +81,3 @@ func TestMaxRejectsNoSignal(t *testing.T) {
 		})
 	}
 }
-
-func TestDefaultSignalCombinesCPUAndSchedLatency(t *testing.T) {
-	d := DefaultSignal(0)
-	sigs := d.Signals()
-	if len(sigs) != 2 {
-		t.Fatalf("DefaultSignal has %d signals, want 2", len(sigs))
-	}
-	if _, ok := sigs[0].(*CPU); !ok {
-		t.Fatalf("first signal %T, want *CPU", sigs[0])
-	}
-	if s, ok := sigs[1].(*SchedLatency); !ok || s.Target() != DefaultSchedTarget {
-		t.Fatalf("second signal %v, want scheduling latency over %v", sigs[1], DefaultSchedTarget)
-	}
-	if r := d.Readings(); r[0].Reason == "" {
-		t.Fatal("the CPU reading does not say what it reads")
-	}
-	// With nothing configured, the Engine uses it and says so in Status.
-	e := NewEngine(Config{DisableMetrics: true}.WithDefaults(testDefaults))
-	defer e.Close()
-	st := e.Status()
-	if !strings.HasPrefix(st.Signal, "max(CPU of ") || !strings.Contains(st.Signal, "scheduler latency") || len(st.Readings) != 2 {
-		t.Fatalf("Status = %+v; want the default combined signal with two readings", st)
-	}
-}

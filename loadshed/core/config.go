@@ -29,7 +29,7 @@ type Config struct {
 	CPUs   float64
 
 	// Interval is how often the sampler reads Signal; Smoothing, in (0, 1], is the weight of each new reading
-	// in the moving average of the load (1: none).
+	// in the moving average of the load (1: none). A Settled signal is not smoothed.
 	Interval  time.Duration
 	Smoothing float64
 

@@ -65,15 +65,20 @@ func NewEngine(cfg Config) *Engine {
 		lg = stdLogger{}
 	}
 	logSignal(lg, sig)
+	policy := Policy{Lower: cfg.Lower, Upper: cfg.Upper, CriticalLower: cfg.CriticalLower, CriticalUpper: cfg.CriticalUpper}
+	smoothing := cfg.Smoothing
+	if bindSettled(sig, policy) {
+		smoothing = 1 // a settled load moves gradually already; smoothing it would only slow it
+	}
 	e := &Engine{
 		name:       cfg.Name,
 		dryRun:     cfg.DryRun,
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		rejectedBy: []byte("loadshed/" + cfg.Name),
-		policy:     Policy{Lower: cfg.Lower, Upper: cfg.Upper, CriticalLower: cfg.CriticalLower, CriticalUpper: cfg.CriticalUpper},
+		policy:     policy,
 		signal:     sig,
 		signalName: signalName(sig),
-		smoothing:  cfg.Smoothing,
+		smoothing:  smoothing,
 		log:        lg,
 		wake:       make(chan struct{}, 1),
 		done:       make(chan struct{}),

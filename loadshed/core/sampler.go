@@ -104,7 +104,7 @@ func logSignal(lg Logger, sig Signal) {
 	}
 	lg.Infof("loadshed: load is %s", signalName(sig))
 	sigs := []Signal{sig}
-	if c, ok := sig.(*Combined); ok {
+	if c, ok := sig.(interface{ Signals() []Signal }); ok {
 		sigs = c.Signals()
 	}
 	for _, s := range sigs {

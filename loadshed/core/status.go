@@ -60,7 +60,7 @@ func (e *Engine) Status() Status {
 }
 
 func (e *Engine) readings(load float64) []Reading {
-	if c, ok := e.signal.(*Combined); ok {
+	if c, ok := e.signal.(interface{ Readings() []Reading }); ok {
 		return c.Readings()
 	}
 	if r := signalReason(e.signal); r != "" {

@@ -28,6 +28,10 @@ type Pressure = core.Pressure
 // Combined is a Signal whose load is the highest of its signals' loads. See core.Combined.
 type Combined = core.Combined
 
+// Settled is a Signal that finds the share of requests to shed from a utilisation and a latency signal, and
+// moves it gradually, so that the probability settles instead of jumping. The default. See core.Settled.
+type Settled = core.Settled
+
 // Reading is one signal's last load, as reported by Status for a combined signal.
 type Reading = core.Reading
 
@@ -44,6 +48,9 @@ const (
 	SourceProcess  = core.SourceProcess  // this process's own CPU time (getrusage)
 	SourceHost     = core.SourceHost     // every CPU of the machine (/proc/stat)
 )
+
+// DefaultSettleTarget is the utilisation a Settled holds the process at.
+const DefaultSettleTarget = core.DefaultSettleTarget
 
 // DefaultSchedTarget is the scheduling latency NewSchedLatency(0) counts as full load.
 const DefaultSchedTarget = core.DefaultSchedTarget
@@ -67,9 +74,15 @@ func NewPressure() (*Pressure, error) { return core.NewPressure() }
 // Max combines signals into one whose load is their maximum. It panics when given no signal or a nil one.
 func Max(signals ...Signal) *Combined { return core.Max(signals...) }
 
-// DefaultSignal is the Signal of a Config without one: the highest of CPU utilisation (NewCPU(cpus)) and
+// NewSettled returns a Settled over a utilisation signal and a latency signal (nil: none), holding the
+// utilisation at target (0: DefaultSettleTarget). It panics on a nil utilisation or a target out of (0, 2].
+func NewSettled(utilisation, latency Signal, target float64) *Settled {
+	return core.NewSettled(utilisation, latency, target)
+}
+
+// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) and
 // scheduling latency (NewSchedLatency(0)).
-func DefaultSignal(cpus float64) *Combined { return core.DefaultSignal(cpus) }
+func DefaultSignal(cpus float64) *Settled { return core.DefaultSignal(cpus) }
 
 // Probability returns the share of requests to reject at the given load: 0 at or below lower, 1 at or above
 // upper, linear in between. A NaN load counts as no load.

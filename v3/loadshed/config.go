@@ -51,8 +51,9 @@ type Config struct {
 
 	// Signal is the load measurement. Implement Signal for memory, queue time or any other resource.
 	//
-	// Optional. Default: DefaultSignal(CPUs), the highest of the utilisation of the CPU the process may use and
-	// its goroutines' scheduling latency
+	// Optional. Default: DefaultSignal(CPUs), a Settled over the utilisation of the CPU the process may use and
+	// its goroutines' scheduling latency: it moves the share it sheds gradually, holding the CPU at 0.96 of what
+	// the process may use and its goroutines' waits under 7ms
 	Signal Signal
 
 	// CPUs overrides the number of CPUs the default CPU signal divides usage by. Ignored when Signal is set.
@@ -77,7 +78,8 @@ type Config struct {
 	IdleInterval time.Duration
 
 	// Smoothing is the weight of each new reading in the exponentially weighted moving average of the load,
-	// in (0, 1]; 1 disables smoothing. The smoothed load has a memory of about Interval/Smoothing.
+	// in (0, 1]; 1 disables smoothing. The smoothed load has a memory of about Interval/Smoothing. A Settled
+	// signal (the default) is not smoothed: its load moves gradually already.
 	//
 	// Optional. Default: 0.2 (about 100ms of memory at the default Interval)
 	Smoothing float64

@@ -1,0 +1,219 @@
+package core
+
+import (
+	"errors"
+	"fmt"
+	"math"
+	"sync"
+)
+
+// Settled is a Signal that finds the share of requests to shed, instead of reading it off one measurement. It
+// reads a utilisation signal and a latency signal (the default: NewCPU and NewSchedLatency) and keeps a share
+// that it moves at every reading:
+//   - by Gain × (utilisation − Target): it grows while the process uses more than Target of its CPU and shrinks
+//     while it uses less. A utilisation that stays above Target grows it ever faster (at least 0.01 × Gain,
+//     doubling at every reading up to 32 times), so a process that sheds without relief soon sheds everything;
+//   - by Kick × (latency − 1) while the latency signal is above 1: goroutines queueing for a CPU mean the process
+//     is already behind, so the share jumps at once (but no further than shedding every ordinary request).
+//
+// Its load is that share placed on the shedder's bands, so that the probability (load − Lower)/(Upper − Lower)
+// is the share: a share of 0.4 reads Lower + 0.4 × (Upper − Lower). A share above 1 sheds every ordinary request
+// and moves on through [CriticalLower, CriticalUpper], up to 2. A share of 0 reads the utilisation (or the
+// latency, if higher) up to Lower, so that Status shows the process's load while it sheds nothing and the sampler
+// can rest.
+//
+// Why: a load that saturates at 1, read through a band as narrow as 0.90–0.95, makes a probability that jumps
+// between 0 and 1 from one reading to the next (a small change of the load is a large change of the
+// probability); the admitted stream then comes in bursts, which queue. A share that settles admits a steady
+// stream. The Engine neither smooths a Settled load (it moves gradually already) nor reads it more than once per
+// Interval; it gives the Settled its bands.
+//
+// The zero value is not usable: create it with NewSettled.
+type Settled struct {
+	util, latency Signal
+	target        float64
+	names         []string
+
+	mu     sync.Mutex
+	policy Policy
+	share  float64
+	run    int // readings in a row with the utilisation above Target
+	last   []Reading
+}
+
+// The defaults of NewSettled.
+const (
+	// DefaultSettleTarget is the utilisation a Settled holds the process at.
+	DefaultSettleTarget = 0.96
+	settleGain          = 0.1  // share per reading per unit of utilisation above or below Target
+	settleKick          = 0.5  // share per reading per unit of latency above 1
+	settlePersist       = 0.01 // the smallest error of a utilisation above Target, doubled every reading in a row
+	settleMaxDoublings  = 5
+	settleMaxShare      = 2 // every ordinary request shed and every critical one
+)
+
+// settleDefaultPolicy is the band a Settled uses until an Engine gives it its own: the adapters' defaults.
+var settleDefaultPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1.0}
+
+// NewSettled returns a Settled over a utilisation signal and a latency signal (nil: none). target is the
+// utilisation it holds the process at, in (0, 2]; 0 means DefaultSettleTarget. It panics on a nil utilisation
+// or a target out of range.
+func NewSettled(utilisation, latency Signal, target float64) *Settled {
+	if utilisation == nil {
+		panic("loadshed: NewSettled utilisation signal is nil")
+	}
+	if target == 0 {
+		target = DefaultSettleTarget
+	}
+	if !(target > 0) || target > 2 {
+		panic(fmt.Sprintf("loadshed: NewSettled target must be in (0, 2], got %v", target))
+	}
+	s := &Settled{util: utilisation, latency: latency, target: target, policy: settleDefaultPolicy}
+	for _, sig := range s.Signals() {
+		name := signalName(sig)
+		s.names = append(s.names, name)
+		s.last = append(s.last, Reading{Signal: name, Reason: signalReason(sig)})
+	}
+	return s
+}
+
+// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) and
+// scheduling latency (NewSchedLatency(0)). Utilisation tells it when the process uses what it may; latency when
+// its goroutines queue for a CPU they do not get: a backlog inside a quota, neighbours taking the CPU, or too
+// small a GOMAXPROCS.
+func DefaultSignal(cpus float64) *Settled {
+	return NewSettled(NewCPU(cpus), NewSchedLatency(0), 0)
+}
+
+// Target is the utilisation the Settled holds the process at.
+func (s *Settled) Target() float64 { return s.target }
+
+// Share is the share of requests the Settled sheds now: in [0, 1] for ordinary requests, above 1 also critical
+// ones.
+func (s *Settled) Share() float64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.share
+}
+
+// Signals returns the utilisation signal and, if any, the latency signal.
+func (s *Settled) Signals() []Signal {
+	if s.latency == nil {
+		return []Signal{s.util}
+	}
+	return []Signal{s.util, s.latency}
+}
+
+// Readings returns each signal's last load.
+func (s *Settled) Readings() []Reading {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]Reading(nil), s.last...)
+}
+
+// String describes the signal, for logs and Status.
+func (s *Settled) String() string {
+	return fmt.Sprintf("settled at %g of %s", s.target, joinNames(s.names))
+}
+
+func joinNames(names []string) string {
+	out := names[0]
+	for _, n := range names[1:] {
+		out += ", beside " + n
+	}
+	return out
+}
+
+// bind gives the Settled the Engine's bands.
+func (s *Settled) bind(p Policy) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.policy = p
+}
+
+// Load reads both signals, moves the share and returns it as a load on the bands. It fails only when every
+// signal does; a failed signal is left out of that step.
+func (s *Settled) Load() (float64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	util, utilErr := s.read(0, s.util)
+	lat, latErr := 0.0, errors.New("no latency signal")
+	if s.latency != nil {
+		lat, latErr = s.read(1, s.latency)
+	}
+	switch {
+	case utilErr != nil && latErr != nil && s.latency != nil:
+		return 0, errors.Join(utilErr, latErr)
+	case utilErr != nil && s.latency == nil:
+		return 0, utilErr
+	}
+	reading := 0.0
+	if utilErr == nil {
+		s.share += settleGain * s.utilError(util)
+		reading = util
+	} else { // without a utilisation, the latency stands in for it
+		s.share += settleGain * s.utilError(lat)
+	}
+	if latErr == nil {
+		if lat > 1 && s.share < 1 {
+			s.share = min(s.share+settleKick*(lat-1), 1)
+		}
+		reading = max(reading, lat)
+	}
+	s.share = min(max(s.share, 0), settleMaxShare)
+	return s.loadOf(s.share, reading), nil
+}
+
+// utilError is the step's error: the utilisation less Target, raised while it stays above Target.
+func (s *Settled) utilError(util float64) float64 {
+	e := util - s.target
+	if !(e > 0) {
+		s.run = 0
+		return e
+	}
+	s.run++
+	return max(e, settlePersist*math.Exp2(float64(min(s.run-1, settleMaxDoublings))))
+}
+
+// read loads one signal and records it as reading i.
+func (s *Settled) read(i int, sig Signal) (float64, error) {
+	load, err := sig.Load()
+	if err == nil && !validLoad(load) {
+		err = errBadReading
+	}
+	if err != nil {
+		s.last[i].Error = err.Error()
+		return 0, err
+	}
+	s.last[i].Load, s.last[i].Error = load, ""
+	return load, nil
+}
+
+// loadOf places a share on the bands: the reading up to Lower at 0, then [Lower, Upper] for ordinary requests,
+// then [CriticalLower, CriticalUpper].
+func (s *Settled) loadOf(share, reading float64) float64 {
+	p := s.policy
+	switch {
+	case share <= 0:
+		return min(reading, p.Lower)
+	case share <= 1:
+		return p.Lower + share*(p.Upper-p.Lower)
+	default:
+		return p.CriticalLower + (share-1)*(p.CriticalUpper-p.CriticalLower)
+	}
+}
+
+// bindSettled gives the bands to sig if it is a Settled, or to each Settled it combines, and reports whether sig
+// itself is one.
+func bindSettled(sig Signal, p Policy) bool {
+	switch s := sig.(type) {
+	case *Settled:
+		s.bind(p)
+		return true
+	case *Combined:
+		for _, inner := range s.signals {
+			bindSettled(inner, p)
+		}
+	}
+	return false
+}

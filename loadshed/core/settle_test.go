@@ -1,0 +1,262 @@
+package core
+
+import (
+	"errors"
+	"math"
+	"strings"
+	"testing"
+	"time"
+)
+
+// step is one reading of a Settled's two signals and what the Settled must make of it.
+type step struct {
+	util, lat  float64
+	utilErr    error
+	latErr     error
+	wantShare  float64
+	wantLoad   float64
+	wantErr    bool
+	wantReason string
+}
+
+// runSteps feeds steps to a Settled over two named signals, bound to the adapters' default bands.
+func runSteps(t *testing.T, steps []step) {
+	t.Helper()
+	u, l := &named{name: "cpu"}, &named{name: "lat"}
+	s := NewSettled(u, l, 0)
+	bindSettled(s, testPolicy)
+	for i, st := range steps {
+		u.load, u.err, l.load, l.err = st.util, st.utilErr, st.lat, st.latErr
+		got, err := s.Load()
+		if (err != nil) != st.wantErr {
+			t.Fatalf("step %d: Load error %v, want error %v", i, err, st.wantErr)
+		}
+		if st.wantErr {
+			continue
+		}
+		if math.Abs(s.Share()-st.wantShare) > 1e-9 || math.Abs(got-st.wantLoad) > 1e-9 {
+			t.Fatalf("step %d (util %v, lat %v): share %v load %v; want share %v load %v",
+				i, st.util, st.lat, s.Share(), got, st.wantShare, st.wantLoad)
+		}
+	}
+}
+
+var testPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1.0}
+
+// band is the load of an ordinary share on the default bands.
+func band(share float64) float64 { return 0.90 + share*0.05 }
+
+func TestSettledMovesTheShareByTheUtilisation(t *testing.T) {
+	g := settleGain
+	runSteps(t, []step{
+		// Below Target nothing is shed and the load is the reading itself, up to Lower.
+		{util: 0.5, wantShare: 0, wantLoad: 0.5},
+		{util: 0.93, wantShare: 0, wantLoad: 0.90},
+		// Above Target the share grows by Gain × the excess...
+		{util: 1.16, wantShare: g * 0.2, wantLoad: band(g * 0.2)},
+		// ...and shrinks by Gain × the shortfall, never below 0.
+		{util: 0.86, wantShare: g*0.2 - g*0.1, wantLoad: band(g*0.2 - g*0.1)},
+		{util: 0.2, wantShare: 0, wantLoad: 0.2},
+	})
+}
+
+func TestSettledGrowsFasterWhileTheUtilisationStaysAbove(t *testing.T) {
+	// 0.97 is only 0.01 above Target: without the doubling a process burning its CPU would take 20 s to shed
+	// everything. Each reading in a row doubles the smallest error, from settlePersist up to 32 times.
+	var steps []step
+	share := 0.0
+	for k := range 8 {
+		share += settleGain * max(0.01, settlePersist*math.Exp2(float64(min(k, settleMaxDoublings))))
+		steps = append(steps, step{util: DefaultSettleTarget + 0.01, wantShare: share, wantLoad: band(share)})
+	}
+	// One reading below Target starts the count again.
+	share -= settleGain * 0.06
+	steps = append(steps, step{util: 0.90, wantShare: share, wantLoad: band(share)})
+	share += settleGain * 0.01
+	steps = append(steps, step{util: DefaultSettleTarget + 0.01, wantShare: share, wantLoad: band(share)})
+	runSteps(t, steps)
+}
+
+func TestSettledJumpsOnAQueue(t *testing.T) {
+	k := settleKick
+	runSteps(t, []step{
+		{util: 0.5, lat: 0.8, wantShare: 0, wantLoad: 0.8},
+		// A latency of 1 is the target, not yet a queue.
+		{util: 0.5, lat: 1.0, wantShare: 0, wantLoad: 0.90},
+		// Above it the share jumps by Kick × the excess, at once...
+		{util: DefaultSettleTarget, lat: 1.2, wantShare: k * 0.2, wantLoad: band(k * 0.2)},
+		{util: DefaultSettleTarget, lat: 2, wantShare: min(k*1.2, 1), wantLoad: band(min(k*1.2, 1))},
+		// ...but a queue alone never sheds critical requests.
+		{util: DefaultSettleTarget, lat: 2, wantShare: min(k*2.2, 1), wantLoad: band(min(k*2.2, 1))},
+		{util: DefaultSettleTarget, lat: 2, wantShare: 1, wantLoad: 0.95},
+		{util: DefaultSettleTarget, lat: 2, wantShare: 1, wantLoad: 0.95},
+	})
+}
+
+func TestSettledReachesTheCriticalBand(t *testing.T) {
+	// A utilisation that stays far above Target with every ordinary request shed moves on to critical ones.
+	var steps []step
+	share := 0.0
+	for share < settleMaxShare {
+		share = min(share+settleGain*1.04, settleMaxShare)
+		want := band(share)
+		if share > 1 {
+			want = 0.98 + (share-1)*0.02
+		}
+		steps = append(steps, step{util: 2, wantShare: share, wantLoad: want})
+	}
+	steps = append(steps, step{util: 2, wantShare: settleMaxShare, wantLoad: 1.0})
+	runSteps(t, steps)
+	if len(steps) > 25 {
+		t.Fatalf("%d readings to shed everything at twice the CPU", len(steps))
+	}
+}
+
+func TestSettledLeavesAFailedSignalOut(t *testing.T) {
+	gone := errors.New("gone")
+	runSteps(t, []step{
+		// Without the utilisation, the latency stands in for it.
+		{utilErr: gone, lat: 1.96, wantShare: settleGain*1.0 + settleKick*0.96, wantLoad: band(settleGain*1.0 + settleKick*0.96)},
+		// Without the latency, the utilisation alone moves the share.
+		{util: 0.46, latErr: gone, wantShare: settleGain*1.0 + settleKick*0.96 - settleGain*0.5,
+			wantLoad: band(settleGain*1.0 + settleKick*0.96 - settleGain*0.5)},
+		{utilErr: gone, latErr: gone, wantErr: true},
+		{util: math.NaN(), latErr: gone, wantErr: true},
+	})
+	s := NewSettled(&named{name: "cpu", err: gone}, nil, 0)
+	if _, err := s.Load(); !errors.Is(err, gone) {
+		t.Fatalf("Load without a latency signal = %v, want the utilisation's error", err)
+	}
+}
+
+func TestSettledReadingsAndName(t *testing.T) {
+	u, l := &named{name: "cpu", load: 0.4}, &named{name: "lat", load: 0.1}
+	s := NewSettled(u, l, 0.8)
+	if got := s.String(); got != "settled at 0.8 of cpu, beside lat" {
+		t.Fatalf("String = %q", got)
+	}
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	l.err = errors.New("late")
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	r := s.Readings()
+	if len(r) != 2 || r[0] != (Reading{Signal: "cpu", Load: 0.4}) || r[1] != (Reading{Signal: "lat", Load: 0.1, Error: "late"}) {
+		t.Fatalf("Readings = %+v", r)
+	}
+	if one := NewSettled(u, nil, 0); len(one.Signals()) != 1 || one.String() != "settled at 0.96 of cpu" {
+		t.Fatalf("without latency: %v, %d signals", one, len(one.Signals()))
+	}
+}
+
+func TestNewSettledRejectsBadArguments(t *testing.T) {
+	for name, f := range map[string]func(){
+		"nil utilisation": func() { NewSettled(nil, &named{}, 0) },
+		"negative target": func() { NewSettled(&named{}, nil, -0.5) },
+		"target above 2":  func() { NewSettled(&named{}, nil, 2.5) },
+		"NaN target":      func() { NewSettled(&named{}, nil, math.NaN()) },
+	} {
+		t.Run(name, func(t *testing.T) {
+			defer func() {
+				r := recover()
+				if r == nil || !strings.Contains(r.(string), "NewSettled") {
+					t.Fatalf("panic %v, want one naming NewSettled", r)
+				}
+			}()
+			f()
+		})
+	}
+}
+
+// plant is a process fed offered times its capacity: what it admits uses util = admitted (capped at maxUtil, its
+// CPU), and beyond its capacity a backlog builds, read as a latency of backlog/target.
+type plant struct {
+	offered, maxUtil, backlog float64
+}
+
+func (p *plant) step(share float64) (util, lat float64) {
+	admitted := p.offered * (1 - min(share, 1))
+	p.backlog = max(p.backlog+admitted-1, 0)
+	return min(admitted, p.maxUtil), min(p.backlog/0.2, schedMaxLoad)
+}
+
+func TestSettledSettlesOnTheShareThatFits(t *testing.T) {
+	for _, offered := range []float64{1.25, 2, 4, 10} {
+		u, l := &named{name: "cpu"}, &named{name: "lat"}
+		s := NewSettled(u, l, 0)
+		bindSettled(s, testPolicy)
+		p := &plant{offered: offered, maxUtil: 1.6}
+		var shares []float64
+		for range 400 {
+			u.load, l.load = p.step(s.Share())
+			if _, err := s.Load(); err != nil {
+				t.Fatal(err)
+			}
+			shares = append(shares, s.Share())
+		}
+		want := 1 - DefaultSettleTarget/offered // the share that holds the process at Target
+		for i, got := range shares[200:] {
+			if math.Abs(got-want) > 0.02 {
+				t.Fatalf("offered %v: reading %d share %.4f, want within 0.02 of %.4f", offered, 200+i, got, want)
+			}
+		}
+		if p.backlog > 0.5 {
+			t.Fatalf("offered %v: backlog %v left after settling", offered, p.backlog)
+		}
+	}
+}
+
+func TestEngineBindsAndDoesNotSmoothASettled(t *testing.T) {
+	u := &named{name: "cpu", load: DefaultSettleTarget + 0.5}
+	s := NewSettled(u, nil, 0)
+	e, _ := newTestEngine(t, Config{Signal: s, Interval: time.Hour, Smoothing: 0.2, Lower: 0.5, Upper: 0.7,
+		CriticalLower: 0.8, CriticalUpper: 0.9})
+	for range 3 {
+		e.Sample()
+	}
+	st := e.Status()
+	share := s.Share()
+	if want := 0.5 + share*0.2; share <= 0 || share > 1 || math.Abs(st.Load-want) > 1e-9 {
+		t.Fatalf("share %v, Status.Load %v; want the share on the configured band (%v), unsmoothed", share, st.Load, want)
+	}
+	if math.Abs(st.Probability-share) > 1e-9 {
+		t.Fatalf("Probability %v, want the share %v", st.Probability, share)
+	}
+	if !strings.HasPrefix(st.Signal, "settled at 0.96 of cpu") || len(st.Readings) != 1 || st.Readings[0].Load != u.load {
+		t.Fatalf("Status = %+v", st)
+	}
+	// Within a Combined it is bound too, and the Combined is smoothed as any signal.
+	inner := NewSettled(&named{name: "cpu", load: 2}, nil, 0)
+	e2, _ := newTestEngine(t, Config{Signal: Max(inner, &named{name: "other"}), Interval: time.Hour, Lower: 0.5,
+		Upper: 0.7, CriticalLower: 0.8, CriticalUpper: 0.9})
+	e2.Sample()
+	if got, want := e2.Status().Load, 0.5+inner.Share()*0.2; math.Abs(got-want) > 1e-9 {
+		t.Fatalf("combined: Load %v, want %v", got, want)
+	}
+}
+
+func TestDefaultSignalSettlesCPUAndSchedLatency(t *testing.T) {
+	d := DefaultSignal(0)
+	sigs := d.Signals()
+	if len(sigs) != 2 || d.Target() != DefaultSettleTarget {
+		t.Fatalf("DefaultSignal has %d signals, target %v", len(sigs), d.Target())
+	}
+	if _, ok := sigs[0].(*CPU); !ok {
+		t.Fatalf("first signal %T, want *CPU", sigs[0])
+	}
+	if s, ok := sigs[1].(*SchedLatency); !ok || s.Target() != DefaultSchedTarget {
+		t.Fatalf("second signal %v, want scheduling latency over %v", sigs[1], DefaultSchedTarget)
+	}
+	if r := d.Readings(); r[0].Reason == "" {
+		t.Fatal("the CPU reading does not say what it reads")
+	}
+	// With nothing configured, the Engine uses it and says so in Status.
+	e := NewEngine(Config{DisableMetrics: true}.WithDefaults(testDefaults))
+	defer e.Close()
+	st := e.Status()
+	if !strings.HasPrefix(st.Signal, "settled at 0.96 of CPU of ") || !strings.Contains(st.Signal, "scheduler latency") || len(st.Readings) != 2 {
+		t.Fatalf("Status = %+v; want the default settled signal with two readings", st)
+	}
+}

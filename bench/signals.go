@@ -25,13 +25,18 @@ var ExperimentalSignals = []string{"rundelay", "default+rundelay"}
 // the measured signals with.
 const FixedPrefix = "fixed="
 
+// SettledPrefix names the default's Settled with another utilisation target: "settled=0.98" holds the CPU at
+// 0.98 of what the process may use (the default holds it at loadshed.DefaultSettleTarget).
+const SettledPrefix = "settled="
+
 // SignalChoices lists, for a flag's help, every name ParseSignals takes.
 func SignalChoices() string {
-	return strings.Join(append(append([]string(nil), SignalNames...), ExperimentalSignals...), ",") + "," + FixedPrefix + "P"
+	return strings.Join(append(append([]string(nil), SignalNames...), ExperimentalSignals...), ",") + "," +
+		SettledPrefix + "T," + FixedPrefix + "P"
 }
 
-// ParseSignals parses a comma-separated list of signal names: those of SignalNames and ExperimentalSignals, and
-// fixed=P.
+// ParseSignals parses a comma-separated list of signal names: those of SignalNames and ExperimentalSignals,
+// settled=T and fixed=P.
 func ParseSignals(list string) ([]string, error) {
 	var out []string
 	for s := range strings.SplitSeq(list, ",") {
@@ -44,7 +49,7 @@ func ParseSignals(list string) ([]string, error) {
 		out = append(out, s)
 	}
 	if len(out) == 0 {
-		return nil, fmt.Errorf("empty list of signals (from %s, %sP)", strings.Join(SignalNames, ","), FixedPrefix)
+		return nil, fmt.Errorf("empty list of signals (from %s)", SignalChoices())
 	}
 	return out, nil
 }
@@ -68,6 +73,13 @@ func Signal(name string) (loadshed.Signal, error) {
 		return &runDelay{target: 1}, nil
 	case "default+rundelay":
 		return loadshed.Max(loadshed.NewCPU(0), loadshed.NewSchedLatency(0), &runDelay{target: 0.5}), nil
+	}
+	if v, ok := strings.CutPrefix(name, SettledPrefix); ok {
+		target, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(target > 0) || target > 2 {
+			return nil, fmt.Errorf("loadshed signal %q: the settled target must be a number in (0, 2]", name)
+		}
+		return loadshed.NewSettled(loadshed.NewCPU(0), loadshed.NewSchedLatency(0), target), nil
 	}
 	if v, ok := strings.CutPrefix(name, FixedPrefix); ok {
 		load, err := strconv.ParseFloat(v, 64)

@@ -8,14 +8,17 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/fiberguard/fiberguard/loadshed"
 )
 
 func TestParseSignals(t *testing.T) {
-	got, err := ParseSignals(" default, cpu,fixed=0.56 ,fixed=0,fixed=1")
-	if err != nil || strings.Join(got, "|") != "default|cpu|fixed=0.56|fixed=0|fixed=1" {
+	got, err := ParseSignals(" default, cpu,fixed=0.56 ,fixed=0,fixed=1,settled=0.9,settled=2")
+	if err != nil || strings.Join(got, "|") != "default|cpu|fixed=0.56|fixed=0|fixed=1|settled=0.9|settled=2" {
 		t.Fatalf("ParseSignals: %q, %v", got, err)
 	}
-	for _, bad := range []string{"", " , ", "nope", "fixed=", "fixed=x", "fixed=-0.1", "fixed=1.01", "fixed=NaN", "fixed=Inf", "FIXED=0.5"} {
+	for _, bad := range []string{"", " , ", "nope", "fixed=", "fixed=x", "fixed=-0.1", "fixed=1.01", "fixed=NaN", "fixed=Inf", "FIXED=0.5",
+		"settled=", "settled=0", "settled=-1", "settled=2.5", "settled=NaN", "settled=x"} {
 		if got, err := ParseSignals(bad); err == nil {
 			t.Errorf("ParseSignals(%q) = %q, want an error", bad, got)
 		}
@@ -23,16 +26,30 @@ func TestParseSignals(t *testing.T) {
 }
 
 func TestSignalChoicesAreWhatParseSignalsTakes(t *testing.T) {
-	// The help names every built-in and experimental signal, then the fixed form with P for its load.
+	// The help names every built-in and experimental signal, then the settled form with T for its target and
+	// the fixed form with P for its load.
 	choices := strings.Split(SignalChoices(), ",")
-	if want := len(SignalNames) + len(ExperimentalSignals) + 1; len(choices) != want {
+	if want := len(SignalNames) + len(ExperimentalSignals) + 2; len(choices) != want {
 		t.Fatalf("SignalChoices() = %q: %d names, want %d", SignalChoices(), len(choices), want)
 	}
 	if last := choices[len(choices)-1]; last != FixedPrefix+"P" {
 		t.Fatalf("the last choice is %q, want %q", last, FixedPrefix+"P")
 	}
-	if _, err := ParseSignals(strings.Join(choices[:len(choices)-1], ",") + "," + FixedPrefix + "0.5"); err != nil {
+	if settled := choices[len(choices)-2]; settled != SettledPrefix+"T" {
+		t.Fatalf("the choice before the last is %q, want %q", settled, SettledPrefix+"T")
+	}
+	if _, err := ParseSignals(strings.Join(choices[:len(choices)-2], ",") + "," + SettledPrefix + "0.98," + FixedPrefix + "0.5"); err != nil {
 		t.Fatalf("ParseSignals refused a listed choice: %v", err)
+	}
+}
+
+func TestSettledSignalHoldsItsTarget(t *testing.T) {
+	sig, err := Signal("settled=0.9")
+	if err != nil {
+		t.Fatal(err)
+	}
+	if s, ok := sig.(*loadshed.Settled); !ok || s.Target() != 0.9 {
+		t.Fatalf("settled=0.9 is %v, want a Settled with target 0.9", sig)
 	}
 }
 

@@ -52,7 +52,7 @@ type Config struct {
 	// Signal is the load measurement. Implement Signal for memory, queue time or any other resource.
 	//
 	// Optional. Default: DefaultSignal(CPUs), a Settled over the utilisation of the CPU the process may use and
-	// its goroutines' scheduling latency: it moves the share it sheds gradually, holding the CPU at 0.96 of what
+	// its goroutines' scheduling latency: it moves the share it sheds gradually, holding the CPU at 0.97 of what
 	// the process may use and its goroutines' waits under 7ms
 	Signal Signal
 

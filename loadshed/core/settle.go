@@ -44,7 +44,7 @@ type Settled struct {
 // The defaults of NewSettled.
 const (
 	// DefaultSettleTarget is the utilisation a Settled holds the process at.
-	DefaultSettleTarget = 0.96
+	DefaultSettleTarget = 0.97
 	settleGain          = 0.1  // share per reading per unit of utilisation above or below Target
 	settleKick          = 0.5  // share per reading per unit of latency above 1
 	settlePersist       = 0.01 // the smallest error of a utilisation above Target, doubled every reading in a row

@@ -47,15 +47,15 @@ var testPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalU
 func band(share float64) float64 { return 0.90 + share*0.05 }
 
 func TestSettledMovesTheShareByTheUtilisation(t *testing.T) {
-	g := settleGain
+	g, T := settleGain, DefaultSettleTarget
 	runSteps(t, []step{
 		// Below Target nothing is shed and the load is the reading itself, up to Lower.
 		{util: 0.5, wantShare: 0, wantLoad: 0.5},
 		{util: 0.93, wantShare: 0, wantLoad: 0.90},
 		// Above Target the share grows by Gain × the excess...
-		{util: 1.16, wantShare: g * 0.2, wantLoad: band(g * 0.2)},
+		{util: T + 0.2, wantShare: g * 0.2, wantLoad: band(g * 0.2)},
 		// ...and shrinks by Gain × the shortfall, never below 0.
-		{util: 0.86, wantShare: g*0.2 - g*0.1, wantLoad: band(g*0.2 - g*0.1)},
+		{util: T - 0.1, wantShare: g*0.2 - g*0.1, wantLoad: band(g*0.2 - g*0.1)},
 		{util: 0.2, wantShare: 0, wantLoad: 0.2},
 	})
 }
@@ -71,7 +71,7 @@ func TestSettledGrowsFasterWhileTheUtilisationStaysAbove(t *testing.T) {
 	}
 	// One reading below Target starts the count again.
 	share -= settleGain * 0.06
-	steps = append(steps, step{util: 0.90, wantShare: share, wantLoad: band(share)})
+	steps = append(steps, step{util: DefaultSettleTarget - 0.06, wantShare: share, wantLoad: band(share)})
 	share += settleGain * 0.01
 	steps = append(steps, step{util: DefaultSettleTarget + 0.01, wantShare: share, wantLoad: band(share)})
 	runSteps(t, steps)
@@ -98,7 +98,7 @@ func TestSettledReachesTheCriticalBand(t *testing.T) {
 	var steps []step
 	share := 0.0
 	for share < settleMaxShare {
-		share = min(share+settleGain*1.04, settleMaxShare)
+		share = min(share+settleGain*(2-DefaultSettleTarget), settleMaxShare)
 		want := band(share)
 		if share > 1 {
 			want = 0.98 + (share-1)*0.02
@@ -114,12 +114,13 @@ func TestSettledReachesTheCriticalBand(t *testing.T) {
 
 func TestSettledLeavesAFailedSignalOut(t *testing.T) {
 	gone := errors.New("gone")
+	first := settleGain*(1.96-DefaultSettleTarget) + settleKick*0.96
+	second := first + settleGain*(0.46-DefaultSettleTarget)
 	runSteps(t, []step{
 		// Without the utilisation, the latency stands in for it.
-		{utilErr: gone, lat: 1.96, wantShare: settleGain*1.0 + settleKick*0.96, wantLoad: band(settleGain*1.0 + settleKick*0.96)},
+		{utilErr: gone, lat: 1.96, wantShare: first, wantLoad: band(first)},
 		// Without the latency, the utilisation alone moves the share.
-		{util: 0.46, latErr: gone, wantShare: settleGain*1.0 + settleKick*0.96 - settleGain*0.5,
-			wantLoad: band(settleGain*1.0 + settleKick*0.96 - settleGain*0.5)},
+		{util: 0.46, latErr: gone, wantShare: second, wantLoad: band(second)},
 		{utilErr: gone, latErr: gone, wantErr: true},
 		{util: math.NaN(), latErr: gone, wantErr: true},
 	})
@@ -146,7 +147,7 @@ func TestSettledReadingsAndName(t *testing.T) {
 	if len(r) != 2 || r[0] != (Reading{Signal: "cpu", Load: 0.4}) || r[1] != (Reading{Signal: "lat", Load: 0.1, Error: "late"}) {
 		t.Fatalf("Readings = %+v", r)
 	}
-	if one := NewSettled(u, nil, 0); len(one.Signals()) != 1 || one.String() != "settled at 0.96 of cpu" {
+	if one := NewSettled(u, nil, 0); len(one.Signals()) != 1 || one.String() != "settled at 0.97 of cpu" {
 		t.Fatalf("without latency: %v, %d signals", one, len(one.Signals()))
 	}
 }
@@ -224,7 +225,7 @@ func TestEngineBindsAndDoesNotSmoothASettled(t *testing.T) {
 	if math.Abs(st.Probability-share) > 1e-9 {
 		t.Fatalf("Probability %v, want the share %v", st.Probability, share)
 	}
-	if !strings.HasPrefix(st.Signal, "settled at 0.96 of cpu") || len(st.Readings) != 1 || st.Readings[0].Load != u.load {
+	if !strings.HasPrefix(st.Signal, "settled at 0.97 of cpu") || len(st.Readings) != 1 || st.Readings[0].Load != u.load {
 		t.Fatalf("Status = %+v", st)
 	}
 	// Within a Combined it is bound too, and the Combined is smoothed as any signal.
@@ -256,7 +257,7 @@ func TestDefaultSignalSettlesCPUAndSchedLatency(t *testing.T) {
 	e := NewEngine(Config{DisableMetrics: true}.WithDefaults(testDefaults))
 	defer e.Close()
 	st := e.Status()
-	if !strings.HasPrefix(st.Signal, "settled at 0.96 of CPU of ") || !strings.Contains(st.Signal, "scheduler latency") || len(st.Readings) != 2 {
+	if !strings.HasPrefix(st.Signal, "settled at 0.97 of CPU of ") || !strings.Contains(st.Signal, "scheduler latency") || len(st.Readings) != 2 {
 		t.Fatalf("Status = %+v; want the default settled signal with two readings", st)
 	}
 }

@@ -206,6 +206,25 @@ func TestSettledSettlesOnTheShareThatFits(t *testing.T) {
 		if p.backlog > 0.5 {
 			t.Fatalf("offered %v: backlog %v left after settling", offered, p.backlog)
 		}
+		// When the overload ends (0.8 of capacity offered), the share comes down within 40 readings, and the load is
+		// the reading again.
+		p.offered = 0.8
+		for i := range 40 {
+			u.load, l.load = p.step(s.Share())
+			load, err := s.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Share() == 0 {
+				if load >= testPolicy.Lower {
+					t.Fatalf("offered %v: share 0 but load %v, want the reading below Lower", offered, load)
+				}
+				break
+			}
+			if i == 39 {
+				t.Fatalf("offered %v: share %v after 40 readings at 0.8 of capacity, want 0", offered, s.Share())
+			}
+		}
 	}
 }
 

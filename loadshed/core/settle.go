@@ -14,19 +14,24 @@ import (
 //     while it uses less. A utilisation that stays above Target grows it ever faster (at least 0.01 × Gain,
 //     doubling at every reading up to 32 times), so a process that sheds without relief soon sheds everything;
 //   - by Kick × (latency − 1) while the latency signal is above 1: goroutines queueing for a CPU mean the process
-//     is already behind, so the share jumps at once (but no further than shedding every ordinary request).
+//     is already behind, so the share jumps at once (but no further than shedding every ordinary request), and
+//     it does not come down while they queue, whatever the utilisation: a process starved of CPU by its
+//     neighbours, or inside a quota on a busy host, uses less than Target and is still overloaded.
 //
-// Its load is that share placed on the shedder's bands, so that the probability (load − Lower)/(Upper − Lower)
-// is the share: a share of 0.4 reads Lower + 0.4 × (Upper − Lower). A share above 1 sheds every ordinary request
-// and moves on through [CriticalLower, CriticalUpper], up to 2. A share of 0 reads the utilisation (or the
-// latency, if higher) up to Lower, so that Status shows the process's load while it sheds nothing and the sampler
-// can rest.
+// While the latency is inside or above the band, what is shed is at least what the band says of the latency
+// alone (the snapshot rule of a Max(CPU, SchedLatency)): a queue sheds at once, for as long as it lasts.
+//
+// Its load is that share (or the latency's floor, if higher) placed on the shedder's bands, so that the
+// probability (load − Lower)/(Upper − Lower) is what it sheds: a share of 0.4 reads Lower + 0.4 × (Upper −
+// Lower). A share above 1 sheds every ordinary request and moves on through [CriticalLower, CriticalUpper], up to
+// 2. A share of 0 reads the utilisation (or the latency, if higher) up to Lower, so that Status shows the
+// process's load while it sheds nothing and the sampler can rest.
 //
 // Why: a load that saturates at 1, read through a band as narrow as 0.90–0.95, makes a probability that jumps
 // between 0 and 1 from one reading to the next (a small change of the load is a large change of the
 // probability); the admitted stream then comes in bursts, which queue. A share that settles admits a steady
-// stream. The Engine neither smooths a Settled load (it moves gradually already) nor reads it more than once per
-// Interval; it gives the Settled its bands.
+// stream. The Engine gives a Settled its bands and does not smooth its load, which moves gradually already. Each
+// Load is one step: the gains are per reading, at the Engine's Interval.
 //
 // The zero value is not usable: create it with NewSettled.
 type Settled struct {
@@ -147,12 +152,14 @@ func (s *Settled) Load() (float64, error) {
 	case utilErr != nil && s.latency == nil:
 		return 0, utilErr
 	}
-	reading := 0.0
+	reading, step := 0.0, 0.0
 	if utilErr == nil {
-		s.share += settleGain * s.utilError(util)
-		reading = util
+		step, reading = settleGain*s.utilError(util), util
 	} else { // without a utilisation, the latency stands in for it
-		s.share += settleGain * s.utilError(lat)
+		step = settleGain * s.utilError(lat)
+	}
+	if step > 0 || latErr != nil || lat <= 1 { // while goroutines queue, the share does not come down
+		s.share += step
 	}
 	if latErr == nil {
 		if lat > 1 && s.share < 1 {
@@ -161,7 +168,11 @@ func (s *Settled) Load() (float64, error) {
 		reading = max(reading, lat)
 	}
 	s.share = min(max(s.share, 0), settleMaxShare)
-	return s.loadOf(s.share, reading), nil
+	shed := s.share
+	if latErr == nil { // a queue sheds at once at least what the latency alone, read through the band, would
+		shed = max(shed, Probability(lat, s.policy.Lower, s.policy.Upper))
+	}
+	return s.loadOf(shed, reading), nil
 }
 
 // utilError is the step's error: the utilisation less Target, raised while it stays above Target.

@@ -78,18 +78,24 @@ func TestSettledGrowsFasterWhileTheUtilisationStaysAbove(t *testing.T) {
 }
 
 func TestSettledJumpsOnAQueue(t *testing.T) {
-	k := settleKick
+	k, g, T := settleKick, settleGain, DefaultSettleTarget
 	runSteps(t, []step{
 		{util: 0.5, lat: 0.8, wantShare: 0, wantLoad: 0.8},
-		// A latency of 1 is the target, not yet a queue.
-		{util: 0.5, lat: 1.0, wantShare: 0, wantLoad: 0.90},
-		// Above it the share jumps by Kick × the excess, at once...
-		{util: DefaultSettleTarget, lat: 1.2, wantShare: k * 0.2, wantLoad: band(k * 0.2)},
-		{util: DefaultSettleTarget, lat: 2, wantShare: min(k*1.2, 1), wantLoad: band(min(k*1.2, 1))},
+		// A latency inside the band sheds at once what the band says of it, as the snapshot rule would, without
+		// moving the share: 0.92 is 0.4 of the way from 0.90 to 0.95.
+		{util: 0.5, lat: 0.92, wantShare: 0, wantLoad: band(0.4)},
+		// At 1, the target, every ordinary request is shed for as long as it lasts; the share is not raised yet.
+		{util: 0.5, lat: 1.0, wantShare: 0, wantLoad: 0.95},
+		// Above it the share jumps by Kick × the excess, and it does not come down while goroutines queue, even
+		// with the CPU below Target...
+		{util: T, lat: 1.2, wantShare: k * 0.2, wantLoad: 0.95},
+		{util: 0.5, lat: 1.5, wantShare: k*0.2 + k*0.5, wantLoad: 0.95},
+		{util: T, lat: 2, wantShare: k * 1.7, wantLoad: 0.95},
 		// ...but a queue alone never sheds critical requests.
-		{util: DefaultSettleTarget, lat: 2, wantShare: min(k*2.2, 1), wantLoad: band(min(k*2.2, 1))},
-		{util: DefaultSettleTarget, lat: 2, wantShare: 1, wantLoad: 0.95},
-		{util: DefaultSettleTarget, lat: 2, wantShare: 1, wantLoad: 0.95},
+		{util: T, lat: 2, wantShare: 1, wantLoad: 0.95},
+		{util: T, lat: 2, wantShare: 1, wantLoad: 0.95},
+		// Once the queue is gone the share comes down with the CPU, and what is shed is the share again.
+		{util: T - 0.5, lat: 0, wantShare: 1 - g*0.5, wantLoad: band(1 - g*0.5)},
 	})
 }
 
@@ -118,7 +124,7 @@ func TestSettledLeavesAFailedSignalOut(t *testing.T) {
 	second := first + settleGain*(0.46-DefaultSettleTarget)
 	runSteps(t, []step{
 		// Without the utilisation, the latency stands in for it.
-		{utilErr: gone, lat: 1.96, wantShare: first, wantLoad: band(first)},
+		{utilErr: gone, lat: 1.96, wantShare: first, wantLoad: 0.95}, // the latency above the band sheds every ordinary request
 		// Without the latency, the utilisation alone moves the share.
 		{util: 0.46, latErr: gone, wantShare: second, wantLoad: band(second)},
 		{utilErr: gone, latErr: gone, wantErr: true},

@@ -10,13 +10,12 @@ import (
 
 // step is one reading of a Settled's two signals and what the Settled must make of it.
 type step struct {
-	util, lat  float64
-	utilErr    error
-	latErr     error
-	wantShare  float64
-	wantLoad   float64
-	wantErr    bool
-	wantReason string
+	util, lat float64
+	utilErr   error
+	latErr    error
+	wantShare float64
+	wantLoad  float64
+	wantErr   bool
 }
 
 // runSteps feeds steps to a Settled over two named signals, bound to the adapters' default bands.

@@ -57,6 +57,8 @@ const (
 	settleMaxShare      = 2 // every ordinary request shed and every critical one
 )
 
+var errNoLatency = errors.New("loadshed: no latency signal")
+
 // settleDefaultPolicy is the band a Settled uses until an Engine gives it its own: the adapters' defaults.
 var settleDefaultPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1.0}
 
@@ -142,7 +144,7 @@ func (s *Settled) Load() (float64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	util, utilErr := s.read(0, s.util)
-	lat, latErr := 0.0, errors.New("no latency signal")
+	lat, latErr := 0.0, errNoLatency
 	if s.latency != nil {
 		lat, latErr = s.read(1, s.latency)
 	}

@@ -16,7 +16,8 @@ var SignalNames = []string{"default", "max", "cpu", "host", "sched", "pressure"}
 
 // ExperimentalSignals are signals Signal also takes that loadshed does not ship: "rundelay", the time this
 // process's threads waited for a CPU (per second and per P), and "default+rundelay", the highest of CPU,
-// scheduling latency (the default before Settled) and it, with load 1 at half a CPU of waiting per P. They were measured for a starved process (BENCHMARKS.md).
+// scheduling latency (the default before Settled) and it, with load 1 at half a CPU of waiting per P. They were
+// measured for a starved process (BENCHMARKS.md).
 var ExperimentalSignals = []string{"rundelay", "default+rundelay"}
 
 // FixedPrefix names a signal whose load never changes: "fixed=0.56" reads 0.56 every time. With Lower 0 and

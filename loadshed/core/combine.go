@@ -31,15 +31,40 @@ func Max(signals ...Signal) *Combined {
 	if len(signals) == 0 {
 		panic("loadshed: Max needs at least one signal")
 	}
-	c := &Combined{signals: signals, names: make([]string, len(signals)), last: make([]Reading, len(signals))}
 	for i, s := range signals {
 		if s == nil {
 			panic(fmt.Sprintf("loadshed: Max signal %d is nil", i))
 		}
-		c.names[i] = signalName(s)
-		c.last[i].Signal, c.last[i].Reason = c.names[i], signalReason(s)
 	}
+	c := &Combined{signals: signals}
+	c.names, c.last = newReadings(signals)
 	return c
+}
+
+// newReadings returns the names of the parts of a composite signal and a Reading for each, carrying its name
+// and what it reads.
+func newReadings(signals []Signal) ([]string, []Reading) {
+	names, last := make([]string, len(signals)), make([]Reading, len(signals))
+	for i, s := range signals {
+		names[i] = signalName(s)
+		last[i].Signal, last[i].Reason = names[i], signalReason(s)
+	}
+	return names, last
+}
+
+// readInto loads one part of a composite signal and records the outcome in r: its load, or its error (a reading
+// that is not a finite number >= 0 is one), keeping the last load.
+func readInto(r *Reading, sig Signal) (float64, error) {
+	load, err := sig.Load()
+	if err == nil && !validLoad(load) {
+		err = errBadReading
+	}
+	if err != nil {
+		r.Error = err.Error()
+		return 0, err
+	}
+	r.Load, r.Error = load, ""
+	return load, nil
 }
 
 // Load reads every signal and returns the highest load.
@@ -49,16 +74,11 @@ func (c *Combined) Load() (float64, error) {
 	best, ok := 0.0, false
 	var errs []error
 	for i, s := range c.signals {
-		load, err := s.Load()
-		if err == nil && !validLoad(load) {
-			err = errBadReading
-		}
+		load, err := readInto(&c.last[i], s)
 		if err != nil {
-			c.last[i].Error = err.Error()
 			errs = append(errs, err)
 			continue
 		}
-		c.last[i].Load, c.last[i].Error = load, ""
 		if !ok || load > best {
 			best, ok = load, true
 		}

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 	"sync"
 )
 
@@ -57,8 +58,6 @@ const (
 	settleMaxShare      = 2 // every ordinary request shed and every critical one
 )
 
-var errNoLatency = errors.New("loadshed: no latency signal")
-
 // settleDefaultPolicy is the band a Settled uses until an Engine gives it its own: the adapters' defaults.
 var settleDefaultPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1.0}
 
@@ -76,11 +75,7 @@ func NewSettled(utilisation, latency Signal, target float64) *Settled {
 		panic(fmt.Sprintf("loadshed: NewSettled target must be in (0, 2], got %v", target))
 	}
 	s := &Settled{util: utilisation, latency: latency, target: target, policy: settleDefaultPolicy}
-	for _, sig := range s.Signals() {
-		name := signalName(sig)
-		s.names = append(s.names, name)
-		s.last = append(s.last, Reading{Signal: name, Reason: signalReason(sig)})
-	}
+	s.names, s.last = newReadings(s.Signals())
 	return s
 }
 
@@ -120,15 +115,7 @@ func (s *Settled) Readings() []Reading {
 
 // String describes the signal, for logs and Status.
 func (s *Settled) String() string {
-	return fmt.Sprintf("settled at %g of %s", s.target, joinNames(s.names))
-}
-
-func joinNames(names []string) string {
-	out := names[0]
-	for _, n := range names[1:] {
-		out += ", beside " + n
-	}
-	return out
+	return fmt.Sprintf("settled at %g of %s", s.target, strings.Join(s.names, ", beside "))
 }
 
 // bind gives the Settled the Engine's bands.
@@ -143,15 +130,16 @@ func (s *Settled) bind(p Policy) {
 func (s *Settled) Load() (float64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	util, utilErr := s.read(0, s.util)
-	lat, latErr := 0.0, errNoLatency
+	util, utilErr := readInto(&s.last[0], s.util)
+	lat, latOK := 0.0, false
 	if s.latency != nil {
-		lat, latErr = s.read(1, s.latency)
+		var latErr error
+		lat, latErr = readInto(&s.last[1], s.latency)
+		if latOK = latErr == nil; !latOK && utilErr != nil {
+			return 0, errors.Join(utilErr, latErr)
+		}
 	}
-	switch {
-	case utilErr != nil && latErr != nil && s.latency != nil:
-		return 0, errors.Join(utilErr, latErr)
-	case utilErr != nil && s.latency == nil:
+	if utilErr != nil && !latOK {
 		return 0, utilErr
 	}
 	reading, step := 0.0, 0.0
@@ -160,10 +148,10 @@ func (s *Settled) Load() (float64, error) {
 	} else { // without a utilisation, the latency stands in for it
 		step = settleGain * s.utilError(lat)
 	}
-	if step > 0 || latErr != nil || lat <= 1 { // while goroutines queue, the share does not come down
+	if step > 0 || !latOK || lat <= 1 { // while goroutines queue, the share does not come down
 		s.share += step
 	}
-	if latErr == nil {
+	if latOK {
 		if lat > 1 && s.share < 1 {
 			s.share = min(s.share+settleKick*(lat-1), 1)
 		}
@@ -171,7 +159,7 @@ func (s *Settled) Load() (float64, error) {
 	}
 	s.share = min(max(s.share, 0), settleMaxShare)
 	shed := s.share
-	if latErr == nil { // a queue sheds at once at least what the latency alone, read through the band, would
+	if latOK { // a queue sheds at once at least what the latency alone, read through the band, would
 		shed = max(shed, Probability(lat, s.policy.Lower, s.policy.Upper))
 	}
 	return s.loadOf(shed, reading), nil
@@ -186,20 +174,6 @@ func (s *Settled) utilError(util float64) float64 {
 	}
 	s.run++
 	return max(e, settlePersist*math.Exp2(float64(min(s.run-1, settleMaxDoublings))))
-}
-
-// read loads one signal and records it as reading i.
-func (s *Settled) read(i int, sig Signal) (float64, error) {
-	load, err := sig.Load()
-	if err == nil && !validLoad(load) {
-		err = errBadReading
-	}
-	if err != nil {
-		s.last[i].Error = err.Error()
-		return 0, err
-	}
-	s.last[i].Load, s.last[i].Error = load, ""
-	return load, nil
 }
 
 // loadOf places a share on the bands: the reading up to Lower at 0, then [Lower, Upper] for ordinary requests,

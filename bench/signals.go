@@ -9,10 +9,11 @@ import (
 )
 
 // SignalNames lists the loadshed signals the scenarios can compare, by the name Signal takes: the default
-// (a Settled over CPU and scheduling latency), "max" (the highest of CPU and scheduling latency read through the
-// bands, the default before Settled), the CPU signal alone, the host-wide CPU (what loadshed read without a limit
-// before), scheduling latency alone and pressure stall information.
-var SignalNames = []string{"default", "max", "cpu", "host", "sched", "pressure"}
+// (a Settled over CPU beside scheduling latency and the run queue), "max" (the highest of CPU and scheduling
+// latency read through the bands, the default before Settled), the CPU signal alone, the host-wide CPU (what
+// loadshed read without a limit before), scheduling latency alone, the run queue alone and pressure stall
+// information. "settled=0.97" is the default before it read the run queue.
+var SignalNames = []string{"default", "max", "cpu", "host", "sched", "runq", "pressure"}
 
 // ExperimentalSignals are signals Signal also takes that loadshed does not ship: "rundelay", the time this
 // process's threads waited for a CPU (per second and per P), and "default+rundelay", the highest of CPU,
@@ -26,8 +27,9 @@ var ExperimentalSignals = []string{"rundelay", "default+rundelay"}
 // the measured signals with.
 const FixedPrefix = "fixed="
 
-// SettledPrefix names the default's Settled with another utilisation target: "settled=0.98" holds the CPU at
-// 0.98 of what the process may use (the default holds it at loadshed.DefaultSettleTarget).
+// SettledPrefix names a Settled over CPU and scheduling latency alone (the default before it read the run queue as
+// well) at a utilisation target: "settled=0.98" holds the CPU at 0.98 of what the process may use (the default
+// holds it at loadshed.DefaultSettleTarget).
 const SettledPrefix = "settled="
 
 // SignalChoices lists, for a flag's help, every name ParseSignals takes.
@@ -68,6 +70,8 @@ func Signal(name string) (loadshed.Signal, error) {
 		return loadshed.NewHostCPU(), nil
 	case "sched":
 		return loadshed.NewSchedLatency(0), nil
+	case "runq":
+		return loadshed.NewRunQueue(0), nil
 	case "pressure":
 		return loadshed.NewPressure()
 	case "rundelay":

@@ -48,8 +48,20 @@ func TestSettledSignalHoldsItsTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if s, ok := sig.(*loadshed.Settled); !ok || s.Target() != 0.9 {
+	s, ok := sig.(*loadshed.Settled)
+	if !ok || s.Target() != 0.9 {
 		t.Fatalf("settled=0.9 is %v, want a Settled with target 0.9", sig)
+	}
+	// The default before the run queue: CPU beside scheduling latency alone.
+	if sigs := s.Signals(); len(sigs) != 2 {
+		t.Fatalf("settled=0.9 reads %v, want CPU and scheduling latency", sigs)
+	} else if _, ok := sigs[1].(*loadshed.SchedLatency); !ok {
+		t.Fatalf("settled=0.9's latency is %v, want scheduling latency alone", sigs[1])
+	}
+	if q, err := Signal("runq"); err != nil {
+		t.Fatal(err)
+	} else if _, ok := q.(*loadshed.RunQueue); !ok {
+		t.Fatalf("runq is %v, want the run-queue signal", q)
 	}
 }
 

@@ -46,6 +46,7 @@ type childReading struct {
 	CPU      float64 `json:"cpu"`      // NewCPU(0)
 	Host     float64 `json:"host"`     // NewHostCPU()
 	Sched    float64 `json:"sched"`    // NewSchedLatency(0), the peak over the window
+	RunQ     float64 `json:"runq"`     // NewRunQueue(0), the peak over the window
 	Default  float64 `json:"default"`  // DefaultSignal(0) on the adapters' default bands, the peak over the window
 	Pressure float64 `json:"pressure"` // NewPressure(), -1 when unavailable
 	PSIFile  string  `json:"psi_file"`
@@ -83,7 +84,7 @@ func TestCgroupChild(t *testing.T) {
 			})
 		}
 	}
-	cpuSig, host, sched, def := NewCPU(0), NewHostCPU(), NewSchedLatency(0), DefaultSignal(0)
+	cpuSig, host, sched, runq, def := NewCPU(0), NewHostCPU(), NewSchedLatency(0), NewRunQueue(0), DefaultSignal(0)
 	psi, psiErr := NewPressure()
 	r := childReading{Source: cpuSig.Source(), Capacity: cpuSig.Capacity(), Reason: cpuSig.Reason(), Pressure: -1}
 	if psiErr == nil {
@@ -101,11 +102,12 @@ func TestCgroupChild(t *testing.T) {
 	// Sample the latency signals as the Shedder would, every 20ms; keep their peak.
 	for end := start.Add(2 * time.Second); time.Now().Before(end); time.Sleep(20 * time.Millisecond) {
 		s, err1 := sched.Load()
-		d, err2 := def.Load()
-		if err1 != nil || err2 != nil {
-			r.Err = fmt.Sprint(err1, err2)
+		q, err2 := runq.Load()
+		d, err3 := def.Load()
+		if err1 != nil || err2 != nil || err3 != nil {
+			r.Err = fmt.Sprint(err1, err2, err3)
 		}
-		r.Sched, r.Default = math.Max(r.Sched, s), math.Max(r.Default, d)
+		r.Sched, r.RunQ, r.Default = math.Max(r.Sched, s), math.Max(r.RunQ, q), math.Max(r.Default, d)
 	}
 	used1, _ := kernelCPUTime()
 	elapsed := time.Since(start)
@@ -294,11 +296,11 @@ func TestRealNoLimit(t *testing.T) {
 		assertIdle(t, r)
 	})
 
-	t.Run("queueing goroutines: scheduling latency above its target", func(t *testing.T) {
+	t.Run("queueing goroutines: scheduling latency and run queue above their targets", func(t *testing.T) {
 		r := runChild(t, "queue", env{}, nil)
-		if r.Sched < 1 || r.Default < 0.95 {
-			t.Fatalf("queueing child read scheduling latency %.3f, default %.3f; want the latency above 1 and the "+
-				"default at Upper (0.95) or above, shedding every ordinary request", r.Sched, r.Default)
+		if r.Sched < 1 || r.RunQ < 1 || r.Default < 0.95 {
+			t.Fatalf("queueing child read scheduling latency %.3f, run queue %.3f, default %.3f; want both above 1 "+
+				"and the default at Upper (0.95) or above, shedding every ordinary request", r.Sched, r.RunQ, r.Default)
 		}
 	})
 
@@ -335,8 +337,9 @@ func assertIdle(t *testing.T, r childReading) {
 	if r.CPU > 0.1 {
 		t.Fatalf("idle child: CPU signal %.3f (host %.3f), want about 0", r.CPU, r.Host)
 	}
-	if r.Default > 0.5 {
-		t.Fatalf("idle child: default signal peaked at %.3f (scheduling latency %.3f), want far below the 0.9 where shedding starts", r.Default, r.Sched)
+	if r.Default > 0.5 || r.RunQ >= 1 {
+		t.Fatalf("idle child: default signal peaked at %.3f (scheduling latency %.3f, run queue %.3f), want far below "+
+			"the 0.9 where shedding starts and the run queue below its target", r.Default, r.Sched, r.RunQ)
 	}
 	if r.Host < 0.6 {
 		t.Fatalf("host-wide reading %.3f: the busy neighbours did not load the host, the test proves nothing", r.Host)

@@ -79,12 +79,13 @@ func NewSettled(utilisation, latency Signal, target float64) *Settled {
 	return s
 }
 
-// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) and
-// scheduling latency (NewSchedLatency(0)). Utilisation tells it when the process uses what it may; latency when
-// its goroutines queue for a CPU they do not get: a backlog inside a quota, neighbours taking the CPU, or too
-// small a GOMAXPROCS.
+// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) and, as its
+// latency, the higher of scheduling latency (NewSchedLatency(0)) and the run queue (NewRunQueue(0)). Utilisation
+// tells it when the process uses what it may; latency when its goroutines queue for a CPU they do not get: a
+// backlog inside a quota, neighbours taking the CPU, or too small a GOMAXPROCS. The run queue sees that queue as
+// soon as it forms, the scheduling latency once its goroutines have waited.
 func DefaultSignal(cpus float64) *Settled {
-	return NewSettled(NewCPU(cpus), NewSchedLatency(0), 0)
+	return NewSettled(NewCPU(cpus), Max(NewSchedLatency(0), NewRunQueue(0)), 0)
 }
 
 // Target is the utilisation the Settled holds the process at.
@@ -106,11 +107,16 @@ func (s *Settled) Signals() []Signal {
 	return []Signal{s.util, s.latency}
 }
 
-// Readings returns each signal's last load.
+// Readings returns each signal's last load; a latency signal that combines others (a Max) is listed by its
+// parts.
 func (s *Settled) Readings() []Reading {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return append([]Reading(nil), s.last...)
+	out := append([]Reading(nil), s.last...)
+	if c, ok := s.latency.(interface{ Readings() []Reading }); ok {
+		out = append(out[:1], c.Readings()...)
+	}
+	return out
 }
 
 // String describes the signal, for logs and Status.

@@ -2,6 +2,7 @@ package core
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
@@ -262,7 +263,7 @@ func TestEngineBindsAndDoesNotSmoothASettled(t *testing.T) {
 	}
 }
 
-func TestDefaultSignalSettlesCPUAndSchedLatency(t *testing.T) {
+func TestDefaultSignalSettlesCPUBesideLatencyAndRunQueue(t *testing.T) {
 	d := DefaultSignal(0)
 	sigs := d.Signals()
 	if len(sigs) != 2 || d.Target() != DefaultSettleTarget {
@@ -271,17 +272,30 @@ func TestDefaultSignalSettlesCPUAndSchedLatency(t *testing.T) {
 	if _, ok := sigs[0].(*CPU); !ok {
 		t.Fatalf("first signal %T, want *CPU", sigs[0])
 	}
-	if s, ok := sigs[1].(*SchedLatency); !ok || s.Target() != DefaultSchedTarget {
-		t.Fatalf("second signal %v, want scheduling latency over %v", sigs[1], DefaultSchedTarget)
+	lat, ok := sigs[1].(*Combined)
+	if !ok || len(lat.Signals()) != 2 {
+		t.Fatalf("second signal %v, want the highest of scheduling latency and the run queue", sigs[1])
 	}
-	if r := d.Readings(); r[0].Reason == "" {
-		t.Fatal("the CPU reading does not say what it reads")
+	if s, ok := lat.Signals()[0].(*SchedLatency); !ok || s.Target() != DefaultSchedTarget {
+		t.Fatalf("latency's first signal %v, want scheduling latency over %v", lat.Signals()[0], DefaultSchedTarget)
+	}
+	if q, ok := lat.Signals()[1].(*RunQueue); !ok || q.Target() != DefaultRunQueueTarget {
+		t.Fatalf("latency's second signal %v, want the run queue over %v", lat.Signals()[1], DefaultRunQueueTarget)
+	}
+	if _, err := d.Load(); err != nil {
+		t.Fatal(err)
+	}
+	r := d.Readings()
+	if len(r) != 3 || r[0].Reason == "" || r[1].Signal != lat.Signals()[0].(fmt.Stringer).String() ||
+		r[2].Signal != "runnable goroutines per P over 2" {
+		t.Fatalf("Readings = %+v; want the CPU (saying what it reads), the scheduling latency and the run queue", r)
 	}
 	// With nothing configured, the Engine uses it and says so in Status.
 	e := NewEngine(Config{DisableMetrics: true}.WithDefaults(testDefaults))
 	defer e.Close()
 	st := e.Status()
-	if !strings.HasPrefix(st.Signal, "settled at 0.97 of CPU of ") || !strings.Contains(st.Signal, "scheduler latency") || len(st.Readings) != 2 {
-		t.Fatalf("Status = %+v; want the default settled signal with two readings", st)
+	if !strings.HasPrefix(st.Signal, "settled at 0.97 of CPU of ") || !strings.Contains(st.Signal, "scheduler latency") ||
+		!strings.Contains(st.Signal, "runnable goroutines") || len(st.Readings) != 3 {
+		t.Fatalf("Status = %+v; want the default settled signal with three readings", st)
 	}
 }

@@ -22,6 +22,10 @@ type CPU = core.CPU
 // SchedLatency is a Signal of how long this process's runnable goroutines wait for a CPU. See core.SchedLatency.
 type SchedLatency = core.SchedLatency
 
+// RunQueue is a Signal of how many of this process's goroutines wait for a CPU right now, per P. See
+// core.RunQueue.
+type RunQueue = core.RunQueue
+
 // Pressure is a Signal from Linux pressure stall information. See core.Pressure.
 type Pressure = core.Pressure
 
@@ -55,6 +59,9 @@ const DefaultSettleTarget = core.DefaultSettleTarget
 // DefaultSchedTarget is the scheduling latency NewSchedLatency(0) counts as full load.
 const DefaultSchedTarget = core.DefaultSchedTarget
 
+// DefaultRunQueueTarget is the number of runnable goroutines per P NewRunQueue(0) counts as full load.
+const DefaultRunQueueTarget = core.DefaultRunQueueTarget
+
 // NewCPU detects the CPU the process may use. cpus > 0 overrides the detected capacity (usage then still comes
 // from the limited cgroup where one applies, else from this process).
 func NewCPU(cpus float64) *CPU { return core.NewCPU(cpus) }
@@ -66,6 +73,10 @@ func NewHostCPU() *CPU { return core.NewHostCPU() }
 // NewSchedLatency returns the scheduling-latency signal: load 1 when the 90th percentile of recent goroutine
 // waits for a CPU reaches target. A target of 0 means DefaultSchedTarget.
 func NewSchedLatency(target time.Duration) *SchedLatency { return core.NewSchedLatency(target) }
+
+// NewRunQueue returns the run-queue signal: load 1 when target runnable goroutines per P wait for a CPU. A
+// target of 0 means DefaultRunQueueTarget. It panics on a negative, infinite or NaN target.
+func NewRunQueue(target float64) *RunQueue { return core.NewRunQueue(target) }
 
 // NewPressure finds the cpu.pressure file of the process's cgroup v2 group, else /proc/pressure/cpu. It returns
 // an error when neither is readable.
@@ -80,8 +91,8 @@ func NewSettled(utilisation, latency Signal, target float64) *Settled {
 	return core.NewSettled(utilisation, latency, target)
 }
 
-// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) and
-// scheduling latency (NewSchedLatency(0)).
+// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) beside the
+// higher of scheduling latency (NewSchedLatency(0)) and the run queue (NewRunQueue(0)).
 func DefaultSignal(cpus float64) *Settled { return core.DefaultSignal(cpus) }
 
 // Probability returns the share of requests to reject at the given load: 0 at or below lower, 1 at or above

@@ -22,6 +22,14 @@ import (
 // While the latency is inside or above the band, what is shed is at least what the band says of the latency
 // alone (the snapshot rule of a Max(CPU, SchedLatency)): a queue sheds at once, for as long as it lasts.
 //
+// A process that queues while it uses little of what it may (below half of it, now and over the last ~10
+// readings) is starved: its neighbours, or its group's share of the machine, leave it less CPU than it may use.
+// The Settled then remembers its recent utilisation as a ceiling (lowering it by half at most per reading, to the
+// lowest level it queued at) and holds the utilisation under Target × ceiling instead of Target, so that it
+// admits what the CPU it gets can serve rather than letting the share run down between queues. The ceiling grows
+// back by 0.5 % per reading and stops applying once it reaches 0.5 (so one queue on a quiet process, which halves
+// it, does not bind): a starvation that ends is forgotten within a few seconds.
+//
 // Its load is that share (or the latency's floor, if higher) placed on the shedder's bands, so that the
 // probability (load − Lower)/(Upper − Lower) is what it sheds: a share of 0.4 reads Lower + 0.4 × (Upper −
 // Lower). A share above 1 sheds every ordinary request and moves on through [CriticalLower, CriticalUpper], up to
@@ -44,7 +52,10 @@ type Settled struct {
 	policy Policy
 	share  float64
 	run    int // readings in a row with the utilisation above Target
-	last   []Reading
+	// avg is the recent utilisation; ceiling the utilisation at which a starved process last queued, 1 when
+	// none applies.
+	avg, ceiling float64
+	last         []Reading
 }
 
 // The defaults of NewSettled.
@@ -55,7 +66,11 @@ const (
 	settleKick          = 0.5  // share per reading per unit of latency above 1
 	settlePersist       = 0.01 // the smallest error of a utilisation above Target, doubled every reading in a row
 	settleMaxDoublings  = 5
-	settleMaxShare      = 2 // every ordinary request shed and every critical one
+	settleMaxShare      = 2     // every ordinary request shed and every critical one
+	settleAvgWeight     = 0.1   // of each reading in the recent utilisation
+	settleStarved       = 0.5   // a process that queues below this utilisation is starved
+	settleCeilingCut    = 0.5   // the most one queueing reading lowers the ceiling by
+	settleForget        = 1.005 // growth of the ceiling per reading: from 0.25 to 0.5 in about 140 readings
 )
 
 // settleDefaultPolicy is the band a Settled uses until an Engine gives it its own: the adapters' defaults.
@@ -74,7 +89,7 @@ func NewSettled(utilisation, latency Signal, target float64) *Settled {
 	if !(target > 0) || target > 2 {
 		panic(fmt.Sprintf("loadshed: NewSettled target must be in (0, 2], got %v", target))
 	}
-	s := &Settled{util: utilisation, latency: latency, target: target, policy: settleDefaultPolicy}
+	s := &Settled{util: utilisation, latency: latency, target: target, policy: settleDefaultPolicy, ceiling: 1}
 	s.names, s.last = newReadings(s.Signals())
 	return s
 }
@@ -150,6 +165,7 @@ func (s *Settled) Load() (float64, error) {
 	}
 	reading, step := 0.0, 0.0
 	if utilErr == nil {
+		s.learnCeiling(util, latOK && lat > 1)
 		step, reading = settleGain*s.utilError(util), util
 	} else { // without a utilisation, the latency stands in for it
 		step = settleGain * s.utilError(lat)
@@ -171,9 +187,25 @@ func (s *Settled) Load() (float64, error) {
 	return s.loadOf(shed, reading), nil
 }
 
+// learnCeiling keeps the utilisation at which a starved process queues: a process that queues while it uses
+// less than settleStarved of what it may gets no more than that now, whatever it may use, so it holds its
+// utilisation under the lowest such level, and forgets it gradually.
+func (s *Settled) learnCeiling(util float64, queueing bool) {
+	s.avg += settleAvgWeight * (util - s.avg)
+	s.ceiling = min(s.ceiling*settleForget, 1)
+	if queueing && util < settleStarved && s.avg < settleStarved {
+		// By half at most: a lone burst on a quiet process does not make a ceiling that binds (below 0.5).
+		s.ceiling = min(s.ceiling, max(s.avg, s.ceiling*settleCeilingCut))
+	}
+}
+
 // utilError is the step's error: the utilisation less Target, raised while it stays above Target.
 func (s *Settled) utilError(util float64) float64 {
-	e := util - s.target
+	target := s.target
+	if s.ceiling < settleStarved {
+		target *= s.ceiling
+	}
+	e := util - target
 	if !(e > 0) {
 		s.run = 0
 		return e

@@ -89,7 +89,7 @@ func TestSettledJumpsOnAQueue(t *testing.T) {
 		// Above it the share jumps by Kick × the excess, and it does not come down while goroutines queue, even
 		// with the CPU below Target...
 		{util: T, lat: 1.2, wantShare: k * 0.2, wantLoad: 0.95},
-		{util: 0.5, lat: 1.5, wantShare: k*0.2 + k*0.5, wantLoad: 0.95},
+		{util: 0.7, lat: 1.5, wantShare: k*0.2 + k*0.5, wantLoad: 0.95},
 		{util: T, lat: 2, wantShare: k * 1.7, wantLoad: 0.95},
 		// ...but a queue alone never sheds critical requests.
 		{util: T, lat: 2, wantShare: 1, wantLoad: 0.95},
@@ -177,16 +177,18 @@ func TestNewSettledRejectsBadArguments(t *testing.T) {
 	}
 }
 
-// plant is a process fed offered times its capacity: what it admits uses util = admitted (capped at maxUtil, its
-// CPU), and beyond its capacity a backlog builds, read as a latency of backlog/target.
+// plant is a process fed offered times its capacity: what it admits and what it has left over from before use
+// util = backlog + admitted (capped at maxUtil, its CPU), and beyond its capacity a backlog builds, read as a
+// latency of backlog/target.
 type plant struct {
 	offered, maxUtil, backlog float64
 }
 
 func (p *plant) step(share float64) (util, lat float64) {
 	admitted := p.offered * (1 - min(share, 1))
+	util = min(p.backlog+admitted, p.maxUtil)
 	p.backlog = max(p.backlog+admitted-1, 0)
-	return min(admitted, p.maxUtil), min(p.backlog/0.2, schedMaxLoad)
+	return util, min(p.backlog/0.2, schedMaxLoad)
 }
 
 func TestSettledSettlesOnTheShareThatFits(t *testing.T) {
@@ -297,5 +299,109 @@ func TestDefaultSignalSettlesCPUBesideLatencyAndRunQueue(t *testing.T) {
 	if !strings.HasPrefix(st.Signal, "settled at 0.97 of CPU of ") || !strings.Contains(st.Signal, "scheduler latency") ||
 		!strings.Contains(st.Signal, "runnable goroutines") || len(st.Readings) != 3 {
 		t.Fatalf("Status = %+v; want the default settled signal with three readings", st)
+	}
+}
+
+// starvedSettled returns a Settled whose recent utilisation has settled at util with no queue.
+func starvedSettled(t *testing.T, util float64) (*Settled, *named, *named) {
+	t.Helper()
+	u, l := &named{name: "cpu", load: util}, &named{name: "lat"}
+	s := NewSettled(u, l, 0)
+	bindSettled(s, testPolicy)
+	for range 100 {
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, u, l
+}
+
+func TestSettledLearnsTheCeilingOfAStarvedProcess(t *testing.T) {
+	// A process using 0.2 of its CPUs queues: it is starved. Each queueing reading lowers the ceiling by half at
+	// most, down to the recent utilisation.
+	s, u, l := starvedSettled(t, 0.2)
+	if s.ceiling != 1 {
+		t.Fatalf("ceiling %v before any queue, want 1", s.ceiling)
+	}
+	l.load = 2
+	for i, want := range []float64{0.5, 0.25, 0.2} {
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(s.ceiling-want) > 0.01 {
+			t.Fatalf("queueing reading %d: ceiling %v, want %v", i, s.ceiling, want)
+		}
+	}
+	// With the queue gone the share holds the utilisation near 0.97 × 0.2 rather than running down: at 0.25 it
+	// still grows, where without a ceiling it would fall by 0.1 × (0.97 − 0.25) a reading.
+	l.load, u.load = 0, 0.25
+	before := s.Share()
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Share() <= before {
+		t.Fatalf("starved at a ceiling of 0.2, utilisation 0.25: share went from %v to %v, want it to grow", before, s.Share())
+	}
+	// Well under the ceiling it comes down.
+	u.load = 0.05
+	before = s.Share()
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Share() >= before {
+		t.Fatalf("utilisation 0.05 under a ceiling of about 0.2: share went from %v to %v, want it to fall", before, s.Share())
+	}
+	// The ceiling is forgotten: 0.5 % a reading, and it stops binding at 0.5.
+	for range 400 {
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.ceiling != 1 {
+		t.Fatalf("ceiling %v after 400 readings without a queue, want 1", s.ceiling)
+	}
+}
+
+func TestSettledCeilingNeedsStarvation(t *testing.T) {
+	tests := []struct {
+		name        string
+		recent, now float64 // the recent utilisation and the queueing reading's
+		queueings   int
+		wantCeiling float64
+	}{
+		{"busy process queueing: not starved", 0.9, 0.9, 5, 1},
+		{"a backlog draining at full CPU after a quiet spell", 0.1, 0.95, 5, 1},
+		{"a quiet spell after a busy one", 0.9, 0.1, 1, 1},
+		{"one burst on an idle process halves it but does not bind", 0.01, 0.01, 1, 0.5},
+		{"starved: down to the recent utilisation", 0.3, 0.3, 3, 0.3},
+		{"just above half of its CPU: not starved", 0.55, 0.55, 5, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, u, l := starvedSettled(t, tt.recent)
+			u.load, l.load = tt.now, 2
+			for range tt.queueings {
+				if _, err := s.Load(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if math.Abs(s.ceiling-tt.wantCeiling) > 0.02 {
+				t.Fatalf("ceiling %v, want %v", s.ceiling, tt.wantCeiling)
+			}
+		})
+	}
+	// A ceiling at 0.5 does not bind: at 0.7 of its CPU (below Target) the share comes down at the usual rate.
+	s, u, l := starvedSettled(t, 0.01)
+	l.load = 2
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	l.load, u.load = 0, 0.7
+	before := s.Share()
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if want := before + settleGain*(0.7-DefaultSettleTarget); math.Abs(s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v after a lone burst, want %v as without a ceiling", s.Share(), want)
 	}
 }

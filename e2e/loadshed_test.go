@@ -47,6 +47,8 @@ const (
 	lsOverload = 4
 	// lsLight is the offered load in the light phase, as a share of what the quota serves going by lsWork.
 	lsLight = 0.2
+	// lsStarvedLight is the rate, per second, at which the starved test measures the app's unloaded latency.
+	lsStarvedLight = 10.0
 )
 
 // TestLoadshedInCgroup runs a Fiber app with loadshed's default middleware (NewShedder with no Config, the
@@ -76,7 +78,7 @@ func testLoadshedInCgroup(t *testing.T, fv fiberapp.Version, sh string) {
 	}
 
 	// Light load beside busy neighbours.
-	stopNeighbours := startNeighbours(t, sh, runtime.NumCPU())
+	stopNeighbours := startNeighbours(t, sh, runtime.NumCPU(), 0)
 	cpu0, host0 := app.cpuTime(t), hostTimes(t)
 	light := offer(app.base+"/work", lsLight*lsQuota/lsWork.Seconds(), lsPhase)
 	cpu1, host1 := app.cpuTime(t), hostTimes(t)
@@ -108,13 +110,61 @@ func testLoadshedInCgroup(t *testing.T, fv fiberapp.Version, sh string) {
 	}
 }
 
+// TestLoadshedStarved runs the same app with no CPU limit (in this process's groups) beside busy neighbours at
+// nice −5, which leave it a fraction of the CPUs, and offers it half of what it serves on a quiet host: more than
+// it gets. The default signal must see this process's overload though its CPU use is low: it sheds at least 5 %,
+// and the admitted p99 stays within 5× the p99 of the same app at a light rate beside the same neighbours (its
+// unloaded p99), with no timeouts.
+func TestLoadshedStarved(t *testing.T) {
+	itest.RequireRoot(t)
+	sh := itest.RequireBinary(t, "sh")
+	fiberapp.Each(t, func(t *testing.T, fv fiberapp.Version) { testLoadshedStarved(t, fv, sh) })
+}
+
+func testLoadshedStarved(t *testing.T, fv fiberapp.Version, sh string) {
+	app := startLoadshedApp(t, fv, nil)
+
+	// What a request costs, on the quiet host.
+	cpu0 := app.cpuTime(t)
+	quiet := offer(app.base+"/work", lsStarvedLight, 3*time.Second)
+	perRequest := (app.cpuTime(t) - cpu0) / time.Duration(max(quiet.ok, 1))
+	quietCapacity := float64(runtime.NumCPU()) / perRequest.Seconds()
+
+	stop := startNeighbours(t, sh, runtime.NumCPU(), -5)
+	defer stop()
+	time.Sleep(time.Second)
+	unloaded := offer(app.base+"/work", lsStarvedLight, 5*time.Second)
+	rate := quietCapacity / 2
+	cpu1 := app.cpuTime(t)
+	started := time.Now()
+	over := offer(app.base+"/work", rate, lsPhase)
+	got := (app.cpuTime(t) - cpu1).Seconds() / time.Since(started).Seconds()
+	t.Logf("%.1f ms of CPU a request, %.0f/s on the quiet host; beside the neighbours at %.0f/s: %v; at %.0f/s: %v, "+
+		"the app got %.2f CPUs; status %+v", ms(perRequest), quietCapacity, lsStarvedLight, unloaded, rate, over, got,
+		app.status(t))
+	if want := rate * perRequest.Seconds(); got > 0.8*want {
+		t.Fatalf("the app got %.2f CPUs of the %.2f its load wants: the neighbours did not starve it, the test proves nothing", got, want)
+	}
+	if over.shed < over.sent/20 || over.wrong != 0 {
+		t.Errorf("starved: %d of %d shed with loadshed's headers, %d other 503s; want at least 5 %% shed, each with its headers",
+			over.shed, over.sent, over.wrong)
+	}
+	if over.ok == 0 || over.timeouts != 0 || over.errors != 0 {
+		t.Fatalf("starved: %d served, %d timeouts, %d errors; want requests served and none lost", over.ok, over.timeouts, over.errors)
+	}
+	if limit := 5 * unloaded.p99(); over.p99() > limit {
+		t.Errorf("starved: admitted p99 %v, want at most 5× the unloaded p99 beside the same neighbours (%v)", over.p99(), unloaded.p99())
+	}
+}
+
 // lsApp is the child process serving the app.
 type lsApp struct {
 	base string
 	pid  int
 }
 
-// startLoadshedApp starts the app of version fv in group and returns once it serves. It stops with the test.
+// startLoadshedApp starts the app of version fv in group (nil: in this process's groups) and returns once it
+// serves. It stops with the test.
 func startLoadshedApp(t *testing.T, fv fiberapp.Version, group *cpuGroup) *lsApp {
 	t.Helper()
 	self, err := os.Executable()
@@ -178,8 +228,10 @@ func startLoadshedApp(t *testing.T, fv fiberapp.Version, group *cpuGroup) *lsApp
 		<-read
 	})
 	a := &lsApp{pid: cmd.Process.Pid}
-	if err := group.add(a.pid); err != nil {
-		t.Fatalf("moving the app into its group: %v", err)
+	if group != nil {
+		if err := group.add(a.pid); err != nil {
+			t.Fatalf("moving the app into its group: %v", err)
+		}
 	}
 	if _, err := io.WriteString(stdin, "go\n"); err != nil {
 		t.Fatal(err)
@@ -309,6 +361,23 @@ type lsOutcome struct {
 	timeouts int
 	errors   int // no answer otherwise
 	skipped  int // not sent: too many in flight
+	// served are the latencies of the 200 answers.
+	served []time.Duration
+}
+
+func (o lsOutcome) String() string {
+	return fmt.Sprintf("{sent:%d ok:%d shed:%d wrong:%d timeouts:%d errors:%d skipped:%d p99:%v}",
+		o.sent, o.ok, o.shed, o.wrong, o.timeouts, o.errors, o.skipped, o.p99())
+}
+
+// p99 is the 99th percentile of the served latencies, 0 when none was served.
+func (o lsOutcome) p99() time.Duration {
+	if len(o.served) == 0 {
+		return 0
+	}
+	s := slices.Clone(o.served)
+	slices.Sort(s)
+	return s[min(len(s)-1, len(s)*99/100)]
 }
 
 // offer sends GET url open loop at rate per second for d, whatever the answers' latency, and counts the
@@ -339,7 +408,9 @@ func offer(url string, rate float64, d time.Duration) lsOutcome {
 		o.sent++
 		wg.Go(func() {
 			defer func() { <-slots }()
+			began := time.Now()
 			status, by, err := getOnce(client, url)
+			took := time.Since(began)
 			mu.Lock()
 			defer mu.Unlock()
 			var ne net.Error
@@ -350,6 +421,7 @@ func offer(url string, rate float64, d time.Duration) lsOutcome {
 				o.errors++
 			case status == http.StatusOK:
 				o.ok++
+				o.served = append(o.served, took)
 			case status == http.StatusServiceUnavailable && by == "loadshed/default":
 				o.shed++
 			default:
@@ -375,9 +447,9 @@ func getOnce(client *http.Client, url string) (int, string, error) {
 	return resp.StatusCode, resp.Header.Get("Fiberguard-Rejected-By"), nil
 }
 
-// startNeighbours starts n busy-loop shell processes in this process's groups, outside the app's; the returned
-// func stops them (by PID) and waits for them. They stop with the test at the latest.
-func startNeighbours(t *testing.T, sh string, n int) (stop func()) {
+// startNeighbours starts n busy-loop shell processes at a niceness in this process's groups, outside the app's;
+// the returned func stops them (by PID) and waits for them. They stop with the test at the latest.
+func startNeighbours(t *testing.T, sh string, n, nice int) (stop func()) {
 	t.Helper()
 	var cmds []*exec.Cmd
 	stop = sync.OnceFunc(func() {
@@ -394,6 +466,9 @@ func startNeighbours(t *testing.T, sh string, n int) (stop func()) {
 			t.Fatal(err)
 		}
 		cmds = append(cmds, c)
+		if err := unix.Setpriority(unix.PRIO_PROCESS, c.Process.Pid, nice); err != nil {
+			t.Fatalf("niceness %d for a neighbour: %v", nice, err)
+		}
 	}
 	return stop
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	rtmetrics "runtime/metrics"
 	"sync"
+	"time"
 )
 
 // RunQueue is a Signal of how many of this process's goroutines wait for a CPU right now: the Go runtime's count
@@ -19,14 +20,21 @@ import (
 // whatever its neighbours do; a busy process with CPU to spare reads near 0, since a goroutine that becomes
 // runnable finds an idle P.
 //
-// A reading is one instant, capped at 2 like SchedLatency's. Load is safe for concurrent use; the zero value
+// A reading is one instant, capped at 2 like SchedLatency's. A queue (a reading of half of Target or more)
+// counts only within 2 s of the previous one: a burst of requests arriving together on a quiet process (a
+// reading taken just as they arrive, which the sampler's wake-up on a surge of requests makes likely) queues them
+// for an instant, and it reads 0. A process that queues again and again, starved or behind its work, reads its
+// queue from the second time it sees one. Load is safe for concurrent use; the zero value
 // is not usable, create it with NewRunQueue.
 type RunQueue struct {
 	target float64
 	read   func() (runnable uint64, ok bool)
 	procs  func() int
 
-	mu sync.Mutex
+	now func() time.Time
+
+	mu       sync.Mutex
+	lastSeen time.Time // of the last reading that saw a queue
 }
 
 // DefaultRunQueueTarget is the number of runnable goroutines per P that NewRunQueue(0) counts as full load: a
@@ -36,6 +44,10 @@ const DefaultRunQueueTarget = 2
 const (
 	runQueueMetric  = "/sched/goroutines/runnable:goroutines"
 	runQueueMaxLoad = 2
+	// runQueueSeen is the load at which a reading sees a queue: a goroutine per P waiting at the default target.
+	runQueueSeen = 0.5
+	// runQueueConfirm is how soon after another a queue must come to count.
+	runQueueConfirm = 2 * time.Second
 )
 
 var errNoRunQueueMetric = errors.New("loadshed: the Go runtime has no " + runQueueMetric + " metric")
@@ -54,14 +66,14 @@ func NewRunQueue(target float64) *RunQueue {
 		}
 		return sample[0].Value.Uint64(), true
 	}
-	return newRunQueue(target, read, func() int { return runtime.GOMAXPROCS(0) })
+	return newRunQueue(target, read, func() int { return runtime.GOMAXPROCS(0) }, time.Now)
 }
 
-func newRunQueue(target float64, read func() (uint64, bool), procs func() int) *RunQueue {
+func newRunQueue(target float64, read func() (uint64, bool), procs func() int, now func() time.Time) *RunQueue {
 	if target == 0 {
 		target = DefaultRunQueueTarget
 	}
-	return &RunQueue{target: target, read: read, procs: procs}
+	return &RunQueue{target: target, read: read, procs: procs, now: now}
 }
 
 // Target is the number of runnable goroutines per P at which the load is 1.
@@ -72,7 +84,8 @@ func (r *RunQueue) String() string {
 	return fmt.Sprintf("runnable goroutines per P over %g", r.target)
 }
 
-// Load returns the runnable goroutines per P as a fraction of Target, at most 2.
+// Load returns the runnable goroutines per P as a fraction of Target, at most 2; a queue of half of Target or
+// more reads 0 unless another came within the last 2 s.
 func (r *RunQueue) Load() (float64, error) {
 	r.mu.Lock() // the runtime/metrics sample is reused
 	defer r.mu.Unlock()
@@ -80,5 +93,15 @@ func (r *RunQueue) Load() (float64, error) {
 	if !ok {
 		return 0, errNoRunQueueMetric
 	}
-	return min(float64(n)/float64(max(r.procs(), 1))/r.target, runQueueMaxLoad), nil
+	load := float64(n) / float64(max(r.procs(), 1)) / r.target
+	if load < runQueueSeen {
+		return load, nil
+	}
+	at := r.now()
+	confirmed := !r.lastSeen.IsZero() && at.Sub(r.lastSeen) <= runQueueConfirm
+	r.lastSeen = at
+	if !confirmed {
+		return 0, nil // a lone queue is a burst of arrivals, not an overload
+	}
+	return min(load, runQueueMaxLoad), nil
 }

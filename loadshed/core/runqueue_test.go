@@ -31,7 +31,14 @@ func TestRunQueueLoad(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := newRunQueue(tt.target, func() (uint64, bool) { return tt.runnable, true }, func() int { return tt.procs })
+			n := ^uint64(0) // a queue already seen once, so that this reading's queue counts
+			q := newRunQueue(tt.target, func() (uint64, bool) { return n, true }, func() int { return max(tt.procs, 1) },
+				ticker(20*time.Millisecond))
+			if _, err := q.Load(); err != nil {
+				t.Fatal(err)
+			}
+			n = tt.runnable
+			q.procs = func() int { return tt.procs }
 			got, err := q.Load()
 			if err != nil || math.Abs(got-tt.want) > 1e-12 {
 				t.Fatalf("Load() = %v, %v; want %v", got, err, tt.want)
@@ -40,8 +47,43 @@ func TestRunQueueLoad(t *testing.T) {
 	}
 }
 
+// ticker is a clock that moves on by step at every call.
+func ticker(step time.Duration) func() time.Time {
+	at := time.Unix(1e9, 0)
+	return func() time.Time { at = at.Add(step); return at }
+}
+
+func TestRunQueueCountsAQueueSeenTwice(t *testing.T) {
+	// Runnable goroutines per reading with 2 Ps (load = n/4), one reading every 400ms, and what the signal reads.
+	tests := []struct {
+		name     string
+		runnable []uint64
+		want     []float64
+	}{
+		{"a lone burst reads 0", []uint64{0, 40, 0, 0, 0}, []float64{0, 0, 0, 0, 0}},
+		{"a queue seen twice counts from the second", []uint64{40, 6, 0, 12}, []float64{0, 1.5, 0, 2}},
+		{"a second queue within 2 s counts", []uint64{8, 0, 0, 0, 0, 8}, []float64{0, 0, 0, 0, 0, 2}},
+		{"a queue more than 2 s after the last is a burst again", []uint64{8, 0, 0, 0, 0, 0, 8, 8}, []float64{0, 0, 0, 0, 0, 0, 0, 2}},
+		{"a goroutine per P (half the target) is a queue", []uint64{2, 2}, []float64{0, 0.5}},
+		{"less is read as it is, and is not a queue", []uint64{1, 1, 2, 1}, []float64{0.25, 0.25, 0, 0.25}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			i, at := 0, time.Unix(1e9, 0)
+			q := newRunQueue(0, func() (uint64, bool) { return tt.runnable[i], true }, func() int { return 2 },
+				func() time.Time { return at })
+			for ; i < len(tt.runnable); i, at = i+1, at.Add(400*time.Millisecond) {
+				got, err := q.Load()
+				if err != nil || math.Abs(got-tt.want[i]) > 1e-12 {
+					t.Fatalf("reading %d (%d runnable): %v, %v; want %v", i, tt.runnable[i], got, err, tt.want[i])
+				}
+			}
+		})
+	}
+}
+
 func TestRunQueueWithoutTheMetric(t *testing.T) {
-	q := newRunQueue(0, func() (uint64, bool) { return 0, false }, func() int { return 2 })
+	q := newRunQueue(0, func() (uint64, bool) { return 0, false }, func() int { return 2 }, time.Now)
 	if _, err := q.Load(); !errors.Is(err, errNoRunQueueMetric) {
 		t.Fatalf("Load() error %v, want %v", err, errNoRunQueueMetric)
 	}

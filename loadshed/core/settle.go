@@ -9,8 +9,8 @@ import (
 )
 
 // Settled is a Signal that finds the share of requests to shed, instead of reading it off one measurement. It
-// reads a utilisation signal and a latency signal (the default: NewCPU and NewSchedLatency) and keeps a share
-// that it moves at every reading:
+// reads a utilisation signal and a latency signal (the default: NewCPU, and the higher of NewSchedLatency and
+// NewRunQueue) and keeps a share that it moves at every reading:
 //   - by Gain × (utilisation − Target): it grows while the process uses more than Target of its CPU and shrinks
 //     while it uses less. A utilisation that stays above Target grows it ever faster (at least 0.01 × Gain,
 //     doubling at every reading up to 32 times), so a process that sheds without relief soon sheds everything;

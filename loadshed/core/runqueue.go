@@ -30,11 +30,10 @@ type RunQueue struct {
 	target float64
 	read   func() (runnable uint64, ok bool)
 	procs  func() int
+	now    func() time.Time
 
-	now func() time.Time
-
-	mu       sync.Mutex
-	lastSeen time.Time // of the last reading that saw a queue
+	mu       sync.Mutex // guards lastSeen and the runtime/metrics sample read reuses
+	lastSeen time.Time  // of the last reading that saw a queue
 }
 
 // DefaultRunQueueTarget is the number of runnable goroutines per P that NewRunQueue(0) counts as full load: a
@@ -87,7 +86,7 @@ func (r *RunQueue) String() string {
 // Load returns the runnable goroutines per P as a fraction of Target, at most 2; a queue of half of Target or
 // more reads 0 unless another came within the last 2 s.
 func (r *RunQueue) Load() (float64, error) {
-	r.mu.Lock() // the runtime/metrics sample is reused
+	r.mu.Lock()
 	defer r.mu.Unlock()
 	n, ok := r.read()
 	if !ok {

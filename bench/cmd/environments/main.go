@@ -7,14 +7,17 @@
 //	cd bench && go run ./cmd/environments -cell 3s -signals default,cpu -envs root,half
 //
 // It prints Markdown: the environments (the app's groups as /proc/PID/cgroup shows them, its GOMAXPROCS), a table
-// of shed fractions (rows: environment × scenario; columns: signals) with each scenario's goal, and per cell what
-// loadshed's Status (GET /stats) says of its signal, its last load and the app's own CPU use.
+// of shed fractions (rows: environment × scenario; columns: loadshed's signals, then the anchors: no shedding,
+// failsafe-go's adaptive limiter and go-zero's adaptive shedder, each with its defaults) with each scenario's
+// goal, and per cell what loadshed's Status (GET /stats) says of its signal, its last load and the app's own CPU
+// use.
 package main
 
 import (
 	"flag"
 	"fmt"
 	"log"
+	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -22,7 +25,11 @@ import (
 	"strings"
 	"time"
 
+	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
+	"github.com/zeromicro/go-zero/core/load"
+
 	"github.com/fiberguard/fiberguard/bench"
+	"github.com/fiberguard/fiberguard/bench/gozero"
 	"github.com/fiberguard/fiberguard/bench/internal/scenario"
 	"github.com/fiberguard/fiberguard/loadshed"
 )
@@ -51,8 +58,54 @@ var scenarioDesc = map[string]string{
 	"starved": "starved by neighbours, overloaded",
 }
 
+// anchors are the columns after loadshed's: the app without shedding and with the shedders loadshed is compared
+// with, each with its defaults, as Fiber middlewares in loadshed's place.
+var anchors = []string{"plain", "failsafe", "gozero"}
+
+var anchorNames = map[string]string{
+	"plain":    "no shedding",
+	"failsafe": "failsafe-go adaptivelimiter",
+	"gozero":   "go-zero core/load shedder",
+}
+
+// column is one column of the table: a loadshed signal, or an anchor (mode is not "loadshed").
+type column struct{ mode, signal string }
+
+func (c column) String() string {
+	if c.mode == "loadshed" {
+		return c.signal
+	}
+	return anchorNames[c.mode]
+}
+
+// columns lists the table's columns: one per loadshed signal, then one per anchor of the comma-separated list
+// (blank: none). Each column appears once.
+func columns(signals []string, anchorList string) ([]column, error) {
+	var names []string
+	if strings.TrimSpace(anchorList) != "" {
+		var err error
+		if names, err = scenario.ParseList(anchorList, anchors); err != nil {
+			return nil, fmt.Errorf("anchors: %w", err)
+		}
+	}
+	var cols []column
+	add := func(c column) {
+		if !slices.Contains(cols, c) {
+			cols = append(cols, c)
+		}
+	}
+	for _, sig := range signals {
+		add(column{"loadshed", sig})
+	}
+	for _, a := range names {
+		add(column{a, "default"})
+	}
+	return cols, nil
+}
+
 type params struct {
 	signals, envs, scenarios []string
+	columns                  []column
 	cell, settle, timeout    time.Duration
 	work                     time.Duration
 	rate, over               float64
@@ -62,7 +115,7 @@ type params struct {
 }
 
 func main() {
-	serve := flag.String("serve", "", "internal: run the app (loadshed|plain) on -addr after reading a line on stdin")
+	serve := flag.String("serve", "", "internal: run the app (loadshed|"+strings.Join(anchors, "|")+") on -addr after reading a line on stdin")
 	addr := flag.String("addr", "", "internal: listen address of the app")
 	signal := flag.String("signal", "default", "internal: the loadshed signal of the app")
 	iterations := flag.Int("iterations", 0, "internal: hash iterations of /work")
@@ -70,6 +123,7 @@ func main() {
 
 	var p params
 	signalList := flag.String("signals", strings.Join(bench.SignalNames, ","), "loadshed signals (columns), from: "+bench.SignalChoices())
+	anchorList := flag.String("anchors", strings.Join(anchors, ","), "anchors (columns after the signals; empty: none), from: "+strings.Join(anchors, ","))
 	envList := flag.String("envs", "root,unlimited,cpu-only,half", "environments (rows)")
 	scenarioList := flag.String("scenarios", strings.Join(scenarios, ","), "scenarios (rows)")
 	flag.DurationVar(&p.cell, "cell", 5*time.Second, "measured length of each cell (and of the quiet run of a starved cell)")
@@ -84,6 +138,7 @@ func main() {
 	flag.IntVar(&p.appNice, "app-nice", 0, "niceness of the app")
 	driverNice := flag.Int("driver-nice", -10, "niceness of this driver, so that the neighbours do not starve the load generator")
 	flag.Parse()
+	gozero.DisableLogs() // go-zero's statistics, every minute, would land in the tables
 
 	if *serve != "" {
 		if err := runApp(*serve, *signal, *iterations, *spin, *addr); err != nil {
@@ -97,6 +152,9 @@ func main() {
 	}
 	var err error
 	if p.signals, err = bench.ParseSignals(*signalList); err != nil {
+		log.Fatal(err)
+	}
+	if p.columns, err = columns(p.signals, *anchorList); err != nil {
 		log.Fatal(err)
 	}
 	if p.envs, err = scenario.ParseList(*envList, envNames); err != nil {
@@ -113,20 +171,33 @@ func main() {
 	}
 }
 
-// runApp is the app process: loadshed with one signal (or no shedding, to measure what a starved app serves).
+// runApp is the app process: loadshed with one signal, an anchor, or no shedding (also to measure what a starved
+// app serves).
 func runApp(mode, signal string, iterations int, spin bool, addr string) error {
 	if err := scenario.AwaitStart(); err != nil {
 		return err
 	}
 	spec := scenario.AppSpec{Iterations: iterations}
-	if mode == "loadshed" {
+	switch mode { // each shedder is made after AwaitStart, so that it sees the app's groups
+	case "plain":
+	case "loadshed":
 		sig, err := bench.Signal(signal)
 		if err != nil {
 			return err
 		}
-		s := loadshed.NewShedder(loadshed.Config{Signal: sig}) // after AwaitStart: the signal sees the app's groups
+		cfg := loadshed.Config{Signal: sig}
+		if strings.HasPrefix(signal, bench.FixedPrefix) { // the probability itself: the band is [0, 1]
+			cfg.Lower, cfg.Upper, cfg.CriticalLower, cfg.CriticalUpper = math.SmallestNonzeroFloat64, 1, 1.5, 2
+		}
+		s := loadshed.NewShedder(cfg)
 		defer func() { _ = s.Close() }()
 		spec.Middleware, spec.Stats = s.Handler(), func() any { return s.Status() }
+	case "failsafe":
+		spec.Middleware = bench.FailsafeMiddleware(adaptivelimiter.NewWithDefaults[any]())
+	case "gozero":
+		spec.Middleware = gozero.Middleware(load.NewAdaptiveShedder())
+	default:
+		return fmt.Errorf("unknown mode %q", mode)
 	}
 	if spin {
 		scenario.Spin(runtime.GOMAXPROCS(0))
@@ -231,20 +302,20 @@ func (d *driver) measureEnv(env environment, cells map[string]cell) (*envInfo, e
 		if !runs(env, scen) {
 			continue
 		}
-		for _, sig := range d.p.signals {
-			c, err := d.measureCell(scen, sig, info.starvedCap)
+		for _, col := range d.p.columns {
+			c, err := d.measureCell(scen, col, info.starvedCap)
 			if err != nil {
-				return nil, fmt.Errorf("%s, signal %s: %w", scen, sig, err)
+				return nil, fmt.Errorf("%s, %s: %w", scen, col, err)
 			}
-			log.Printf("%s / %s / %s: shed %s, %+v, load %.2f, app CPU %.2f", env.name, scen, sig,
+			log.Printf("%s / %s / %s: shed %s, %+v, load %.2f, app CPU %.2f", env.name, scen, col,
 				scenario.Pct(c.out.ShedFrac()), c.out, c.status.Load, c.appCPU)
-			cells[key(env.name, scen, sig)] = c
+			cells[key(env.name, scen, col.String())] = c
 		}
 	}
 	return info, nil
 }
 
-func (d *driver) measureCell(scen, sig string, starvedCap float64) (cell, error) {
+func (d *driver) measureCell(scen string, col column, starvedCap float64) (cell, error) {
 	var c cell
 	measure := func(a *scenario.App, path string, rate float64) error {
 		time.Sleep(d.p.settle)
@@ -268,20 +339,23 @@ func (d *driver) measureCell(scen, sig string, starvedCap float64) (cell, error)
 		}
 		wall := time.Since(t0).Seconds()
 		c.appCPU, c.hostCPU = (cpu1-cpu0).Seconds()/wall, (host1-host0).Seconds()/wall
+		if col.mode != "loadshed" {
+			return nil // an anchor reports nothing of its own
+		}
 		return a.GetJSON("/stats", &c.status)
 	}
 	switch scen {
 	case "idle":
 		return c, d.withNeighbours(d.p.idleNice, func() error {
-			return d.withApp("loadshed", sig, false, func(a *scenario.App) error { return measure(a, "/ok", d.p.rate) })
+			return d.withApp(col.mode, col.signal, false, func(a *scenario.App) error { return measure(a, "/ok", d.p.rate) })
 		})
 	case "burning":
-		return c, d.withApp("loadshed", sig, true, func(a *scenario.App) error { return measure(a, "/ok", d.p.rate) })
+		return c, d.withApp(col.mode, col.signal, true, func(a *scenario.App) error { return measure(a, "/ok", d.p.rate) })
 	case "starved":
 		if starvedCap < 1 {
 			return c, fmt.Errorf("the starved app served %.1f req/s", starvedCap)
 		}
-		return c, d.withApp("loadshed", sig, false, func(a *scenario.App) error {
+		return c, d.withApp(col.mode, col.signal, false, func(a *scenario.App) error {
 			time.Sleep(d.p.settle)
 			c.quiet = scenario.Attack(a.Base+"/work", d.p.rate, d.p.cell, d.p.timeout)
 			return d.withNeighbours(d.p.starveNice, func() error {
@@ -362,10 +436,10 @@ func (d *driver) print(cells map[string]cell, infos map[string]*envInfo) {
 
 	fmt.Printf("\nShed fraction (✓: goal met); starved: shed · admitted p99 (× the same app's p99 at %.0f req/s beside the same neighbours, its unloaded p99; × its p99 at that rate on a quiet host):\n\n", p.rate)
 	fmt.Printf("| environment | scenario | goal |")
-	for _, sig := range p.signals {
-		fmt.Printf(" %s |", sig)
+	for _, col := range p.columns {
+		fmt.Printf(" %s |", col)
 	}
-	fmt.Printf("\n|---|---|---|%s\n", strings.Repeat("---:|", len(p.signals)))
+	fmt.Printf("\n|---|---|---|%s\n", strings.Repeat("---:|", len(p.columns)))
 	for _, name := range p.envs {
 		env := environmentNamed(name)
 		for _, scen := range p.scenarios {
@@ -373,14 +447,14 @@ func (d *driver) print(cells map[string]cell, infos map[string]*envInfo) {
 				continue
 			}
 			fmt.Printf("| %s | %s | %s |", name, scenarioDesc[scen], goals[scen])
-			for _, sig := range p.signals {
-				fmt.Printf(" %s |", cellText(env, scen, cells[key(name, scen, sig)]))
+			for _, col := range p.columns {
+				fmt.Printf(" %s |", cellText(env, scen, cells[key(name, scen, col.String())]))
 			}
 			fmt.Println()
 		}
 	}
 
-	fmt.Printf("\nWhat loadshed reports (GET /stats at the end of each cell), and the CPU the app and the whole host used during it:\n\n")
+	fmt.Printf("\nWhat loadshed reports (GET /stats at the end of each cell; an anchor reports nothing), and the CPU the app and the whole host used during it:\n\n")
 	fmt.Printf("| environment | scenario | signal | Status.Signal | Status.Load | app CPU (cores) | host CPU (cores) | offered req/s |\n")
 	fmt.Printf("|---|---|---|---|---:|---:|---:|---:|\n")
 	for _, name := range p.envs {
@@ -389,10 +463,14 @@ func (d *driver) print(cells map[string]cell, infos map[string]*envInfo) {
 			if !runs(env, scen) {
 				continue
 			}
-			for _, sig := range p.signals {
-				c := cells[key(name, scen, sig)]
-				fmt.Printf("| %s | %s | %s | %s | %.2f | %.2f | %.2f | %.0f |\n", name, scen, sig,
-					strings.ReplaceAll(c.status.Signal, "|", `\|`), c.status.Load, c.appCPU, c.hostCPU, c.out.Offered)
+			for _, col := range p.columns {
+				c := cells[key(name, scen, col.String())]
+				signal, load := "–", "–"
+				if col.mode == "loadshed" {
+					signal, load = strings.ReplaceAll(c.status.Signal, "|", `\|`), fmt.Sprintf("%.2f", c.status.Load)
+				}
+				fmt.Printf("| %s | %s | %s | %s | %s | %.2f | %.2f | %.0f |\n", name, scen, col, signal, load, c.appCPU,
+					c.hostCPU, c.out.Offered)
 			}
 		}
 	}

@@ -2,6 +2,7 @@ package bench
 
 import (
 	"fmt"
+	"math"
 	"strconv"
 	"strings"
 
@@ -21,11 +22,21 @@ var SignalNames = []string{"default", "max", "cpu", "host", "sched", "runq", "pr
 // measured for a starved process (BENCHMARKS.md).
 var ExperimentalSignals = []string{"rundelay", "default+rundelay"}
 
-// FixedPrefix names a signal whose load never changes: "fixed=0.56" reads 0.56 every time. With Lower 0 and
-// Upper 1 the shedder then rejects each request with that probability whatever happens: the best any shedder
-// that draws one probability for every request can do once it knows the overload exactly, an oracle to compare
-// the measured signals with.
+// FixedPrefix names a signal whose load never changes: "fixed=0.56" reads 0.56 every time. Through FixedBand's
+// bands the shedder then rejects each request with that probability whatever happens: the best any shedder that
+// draws one probability for every request can do once it knows the overload exactly, an oracle to compare the
+// measured signals with.
 const FixedPrefix = "fixed="
+
+// FixedBand returns cfg with the bands that make a fixed=P signal's load the probability itself: ordinary
+// requests over [0, 1] (Lower is the smallest positive number, since 0 means the default) and critical ones over
+// [1.5, 2], which no fixed load reaches. cfg comes back unchanged for any other signal name.
+func FixedBand(name string, cfg loadshed.Config) loadshed.Config {
+	if strings.HasPrefix(name, FixedPrefix) {
+		cfg.Lower, cfg.Upper, cfg.CriticalLower, cfg.CriticalUpper = math.SmallestNonzeroFloat64, 1, 1.5, 2
+	}
+	return cfg
+}
 
 // SettledPrefix names a Settled over CPU and scheduling latency alone (the default before it read the run queue as
 // well) at a utilisation target: "settled=0.98" holds the CPU at 0.98 of what the process may use (the default

@@ -1,8 +1,10 @@
 package bench
 
 import (
+	"math"
 	"os"
 	"runtime"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,6 +23,32 @@ func TestParseSignals(t *testing.T) {
 		"settled=", "settled=0", "settled=-1", "settled=2.5", "settled=NaN", "settled=x"} {
 		if got, err := ParseSignals(bad); err == nil {
 			t.Errorf("ParseSignals(%q) = %q, want an error", bad, got)
+		}
+	}
+}
+
+func TestFixedBand(t *testing.T) {
+	for _, p := range []float64{0, 0.25, 0.56, 0.9, 1} {
+		name := FixedPrefix + strconv.FormatFloat(p, 'g', -1, 64)
+		cfg := FixedBand(name, loadshed.Config{DisableMetrics: true})
+		if got := loadshed.Probability(p, cfg.Lower, cfg.Upper); math.Abs(got-p) > 1e-12 {
+			t.Errorf("%s: ordinary probability %v, want %v", name, got, p)
+		}
+		if got := loadshed.Probability(p, cfg.CriticalLower, cfg.CriticalUpper); got != 0 {
+			t.Errorf("%s: critical probability %v, want 0", name, got)
+		}
+		sig, err := Signal(name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfg.Signal = sig
+		_ = loadshed.NewShedder(cfg).Close() // the bands are a valid Config: New would panic otherwise
+	}
+	other := loadshed.Config{Lower: 0.5, Upper: 0.7, DisableMetrics: true}
+	for _, name := range []string{"default", "cpu", SettledPrefix + "0.97"} {
+		got := FixedBand(name, other)
+		if got.Lower != other.Lower || got.Upper != other.Upper || got.CriticalLower != 0 || got.CriticalUpper != 0 {
+			t.Errorf("FixedBand(%q) changed the bands: %v %v %v %v", name, got.Lower, got.Upper, got.CriticalLower, got.CriticalUpper)
 		}
 	}
 }

@@ -17,7 +17,6 @@ import (
 	"flag"
 	"fmt"
 	"log"
-	"math"
 	"os"
 	"runtime"
 	"slices"
@@ -185,11 +184,7 @@ func runApp(mode, signal string, iterations int, spin bool, addr string) error {
 		if err != nil {
 			return err
 		}
-		cfg := loadshed.Config{Signal: sig}
-		if strings.HasPrefix(signal, bench.FixedPrefix) { // the probability itself: the band is [0, 1]
-			cfg.Lower, cfg.Upper, cfg.CriticalLower, cfg.CriticalUpper = math.SmallestNonzeroFloat64, 1, 1.5, 2
-		}
-		s := loadshed.NewShedder(cfg)
+		s := loadshed.NewShedder(bench.FixedBand(signal, loadshed.Config{Signal: sig})) // fixed=P sheds with probability P
 		defer func() { _ = s.Close() }()
 		spec.Middleware, spec.Stats = s.Handler(), func() any { return s.Status() }
 	case "failsafe":

@@ -9,8 +9,8 @@
 // It prints Markdown: the environments (the app's groups as /proc/PID/cgroup shows them, its GOMAXPROCS), a table
 // of shed fractions (rows: environment × scenario; columns: loadshed's signals, then the anchors: no shedding,
 // failsafe-go's adaptive limiter and go-zero's adaptive shedder, each with its defaults) with each scenario's
-// goal, and per cell what loadshed's Status (GET /stats) says of its signal, its last load and the app's own CPU
-// use.
+// goal (a starved cell's is judged after the overload's onset, which it reports apart), and per cell what
+// loadshed's Status (GET /stats) says of its signal, its last load and the app's own CPU use.
 package main
 
 import (
@@ -106,6 +106,7 @@ type params struct {
 	signals, envs, scenarios []string
 	columns                  []column
 	cell, settle, timeout    time.Duration
+	onset                    time.Duration // of a starved cell's overload, before the measured cell
 	work                     time.Duration
 	rate, over               float64
 	neighbours               int
@@ -127,6 +128,7 @@ func main() {
 	scenarioList := flag.String("scenarios", strings.Join(scenarios, ","), "scenarios (rows)")
 	flag.DurationVar(&p.cell, "cell", 5*time.Second, "measured length of each cell (and of the quiet run of a starved cell)")
 	flag.DurationVar(&p.settle, "settle", time.Second, "wait before each measurement, for the shedder to settle")
+	flag.DurationVar(&p.onset, "onset", 2*time.Second, "starved: length of the overload's onset, summarised apart, before the measured cell (0: none)")
 	flag.DurationVar(&p.timeout, "timeout", 5*time.Second, "client timeout of each request")
 	flag.DurationVar(&p.work, "work", time.Millisecond, "CPU time of each request of the starved scenario")
 	flag.Float64Var(&p.rate, "rate", 20, "requests per second of the idle and burning scenarios and of the quiet run")
@@ -205,9 +207,11 @@ type cell struct {
 	// quiet and unloaded are the starved cell's references: the same app at the quiet run's rate, on a quiet
 	// host and beside the neighbours that starve it.
 	out, quiet, unloaded scenario.Outcome
-	status               loadshed.Status
-	appCPU               float64 // CPUs the app used during the measurement
-	hostCPU              float64 // CPUs the whole host used during it (app, neighbours, driver and anyone else)
+	// onset is the starved cell's overload before out: how the app meets it, where out is how it holds up.
+	onset   scenario.Outcome
+	status  loadshed.Status
+	appCPU  float64 // CPUs the app used during the measurement (a starved cell's onset included)
+	hostCPU float64 // CPUs the whole host used during it (app, neighbours, driver and anyone else)
 }
 
 // envInfo is what the first app of an environment reports.
@@ -312,7 +316,8 @@ func (d *driver) measureEnv(env environment, cells map[string]cell) (*envInfo, e
 
 func (d *driver) measureCell(scen string, col column, starvedCap float64) (cell, error) {
 	var c cell
-	measure := func(a *scenario.App, path string, rate float64) error {
+	// measure drives the app at rate for the cell, after warm at the same rate (summarised apart as the onset).
+	measure := func(a *scenario.App, path string, rate float64, warm time.Duration) error {
 		time.Sleep(d.p.settle)
 		cpu0, err := a.CPUTime()
 		if err != nil {
@@ -323,7 +328,7 @@ func (d *driver) measureCell(scen string, col column, starvedCap float64) (cell,
 			return err
 		}
 		t0 := time.Now()
-		c.out = scenario.Attack(a.Base+path, rate, d.p.cell, d.p.timeout)
+		c.onset, c.out = scenario.AttackAfter(a.Base+path, rate, warm, d.p.cell, d.p.timeout)
 		cpu1, err := a.CPUTime()
 		if err != nil {
 			return err
@@ -342,10 +347,10 @@ func (d *driver) measureCell(scen string, col column, starvedCap float64) (cell,
 	switch scen {
 	case "idle":
 		return c, d.withNeighbours(d.p.idleNice, func() error {
-			return d.withApp(col.mode, col.signal, false, func(a *scenario.App) error { return measure(a, "/ok", d.p.rate) })
+			return d.withApp(col.mode, col.signal, false, func(a *scenario.App) error { return measure(a, "/ok", d.p.rate, 0) })
 		})
 	case "burning":
-		return c, d.withApp(col.mode, col.signal, true, func(a *scenario.App) error { return measure(a, "/ok", d.p.rate) })
+		return c, d.withApp(col.mode, col.signal, true, func(a *scenario.App) error { return measure(a, "/ok", d.p.rate, 0) })
 	case "starved":
 		if starvedCap < 1 {
 			return c, fmt.Errorf("the starved app served %.1f req/s", starvedCap)
@@ -356,7 +361,7 @@ func (d *driver) measureCell(scen string, col column, starvedCap float64) (cell,
 			return d.withNeighbours(d.p.starveNice, func() error {
 				time.Sleep(d.p.settle)
 				c.unloaded = scenario.Attack(a.Base+"/work", d.p.rate, d.p.cell, d.p.timeout)
-				return measure(a, "/work", d.p.over*starvedCap)
+				return measure(a, "/work", d.p.over*starvedCap, d.p.onset)
 			})
 		})
 	}
@@ -429,7 +434,7 @@ func (d *driver) print(cells map[string]cell, infos map[string]*envInfo) {
 		fmt.Printf("| %s | %s | %s | %s | %d | %s |\n", name, env.desc, info.cpuGroup, info.cpuacctGroup, info.procs, starved)
 	}
 
-	fmt.Printf("\nShed fraction (✓: goal met); starved: shed · admitted p99 (× the same app's p99 at %.0f req/s beside the same neighbours, its unloaded p99; × its p99 at that rate on a quiet host):\n\n", p.rate)
+	fmt.Printf("\nShed fraction (✓: goal met); starved: shed · admitted p99 (× the same app's p99 at %.0f req/s beside the same neighbours, its unloaded p99; × its p99 at that rate on a quiet host), after the overload's first %v; then that onset's shed · admitted p99:\n\n", p.rate, p.onset)
 	fmt.Printf("| environment | scenario | goal |")
 	for _, col := range p.columns {
 		fmt.Printf(" %s |", col)
@@ -481,6 +486,9 @@ func cellText(env environment, scen string, c cell) string {
 			return fmt.Sprintf("%.1f×", float64(c.out.P99)/float64(ref.P99))
 		}
 		s += fmt.Sprintf(" · %s (%s unloaded, %s quiet)", scenario.Ms(c.out.P99), ratio(c.unloaded), ratio(c.quiet))
+		if c.onset.Total > 0 {
+			s += fmt.Sprintf("; onset %s · %s", scenario.Pct(c.onset.ShedFrac()), scenario.Ms(c.onset.P99))
+		}
 	}
 	if failed := c.out.TimeoutFrac() + c.out.ErrFrac(); failed > 0 {
 		s += " · " + scenario.Pct(failed) + " failed"

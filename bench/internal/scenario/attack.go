@@ -43,19 +43,32 @@ func frac(n, total int) float64 {
 // Attack sends GET url open-loop at rate per second for d and summarises the answers. A request unanswered after
 // timeout counts as a timeout.
 func Attack(url string, rate float64, d, timeout time.Duration) Outcome {
+	_, out := AttackAfter(url, rate, 0, d, timeout)
+	return out
+}
+
+// AttackAfter sends GET url open-loop at rate per second for warm and then d, without a pause between them, and
+// summarises the requests sent in each part apart: onset (the first warm) and steady (the d after it). It
+// measures how a server holds up under a load it has already met, beside how it meets it.
+func AttackAfter(url string, rate float64, warm, d, timeout time.Duration) (onset, steady Outcome) {
 	// A client of our own, so that its idle connections (and their goroutines) end with the attack.
 	transport := &http.Transport{MaxIdleConnsPerHost: 20000}
 	defer transport.CloseIdleConnections()
 	atk := vegeta.NewAttacker(vegeta.Client(&http.Client{Timeout: timeout, Transport: transport}),
 		vegeta.Workers(64), vegeta.MaxWorkers(20000))
 	target := vegeta.NewStaticTargeter(vegeta.Target{Method: "GET", URL: url})
-	s := summary{end: time.Now().Add(d)}
+	start := time.Now()
+	first, rest := summary{end: start.Add(warm)}, summary{end: start.Add(warm + d)}
 	// Fractional rates matter at low rates (e.g. a quarter of a small capacity): pace per minute.
 	pacer := vegeta.ConstantPacer{Freq: max(1, int(rate*60+0.5)), Per: time.Minute}
-	for res := range atk.Attack(target, pacer, d, "scenario") {
-		s.add(res)
+	for res := range atk.Attack(target, pacer, warm+d, "scenario") {
+		if res.Timestamp.Before(first.end) {
+			first.add(res)
+		} else {
+			rest.add(res)
+		}
 	}
-	return s.outcome(rate, d)
+	return first.outcome(rate, warm), rest.outcome(rate, d)
 }
 
 // summary accumulates attack results.
@@ -84,8 +97,10 @@ func (s *summary) add(r *vegeta.Result) {
 
 func (s *summary) outcome(rate float64, d time.Duration) Outcome {
 	slices.Sort(s.ok)
-	o := Outcome{Offered: rate, Goodput: float64(s.win) / d.Seconds(), Total: s.total, OK: len(s.ok),
-		Shed: s.shed, Timeouts: s.timeouts, Errors: s.errs}
+	o := Outcome{Offered: rate, Total: s.total, OK: len(s.ok), Shed: s.shed, Timeouts: s.timeouts, Errors: s.errs}
+	if d > 0 {
+		o.Goodput = float64(s.win) / d.Seconds()
+	}
 	if n := len(s.ok); n > 0 {
 		o.P50, o.P99 = s.ok[n/2], s.ok[min(n-1, n*99/100)]
 	}

@@ -76,3 +76,47 @@ func TestAttackCountsTimeouts(t *testing.T) {
 		t.Fatalf("got %+v; server: %d ok, %d shed, %d held", got, ok.Load(), shed.Load(), held.Load())
 	}
 }
+
+// TestAttackAfterSplitsOnset drives a real server that sheds everything for its first second and then serves
+// everything: AttackAfter must put the requests sent in the warm-up in onset and the rest in steady, each part
+// with its own counts, rate and goodput.
+func TestAttackAfterSplitsOnset(t *testing.T) {
+	var first atomic.Int64 // UnixNano of the first request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		now := time.Now().UnixNano()
+		first.CompareAndSwap(0, now)
+		if time.Duration(now-first.Load()) < time.Second {
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+
+	const rate = 50
+	onset, steady := AttackAfter(srv.URL, rate, time.Second, 2*time.Second, time.Second)
+	// The server's clock and the client's start a moment apart: a request or two near the boundary may fall on
+	// the other side.
+	if onset.Total < rate-2 || onset.Total > rate+2 || onset.Shed < onset.Total-2 {
+		t.Errorf("onset (the first second): %+v, want ~%d requests, all shed", onset, rate)
+	}
+	if steady.Total < 2*rate-2 || steady.Total > 2*rate+2 || steady.OK < steady.Total-2 || steady.Shed > 2 {
+		t.Errorf("steady (the 2 s after): %+v, want ~%d requests, all served", steady, 2*rate)
+	}
+	if steady.Goodput < rate-2 || steady.Goodput > rate+1 {
+		t.Errorf("steady goodput %v/s, want ~%d/s (its 200s over its own 2 s)", steady.Goodput, rate)
+	}
+	if onset.Offered != rate || steady.Offered != rate {
+		t.Errorf("offered %v and %v, want %d", onset.Offered, steady.Offered, rate)
+	}
+}
+
+func TestAttackAfterWithoutWarmUp(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
+	defer srv.Close()
+	onset, steady := AttackAfter(srv.URL, 40, 0, time.Second, time.Second)
+	if onset != (Outcome{Offered: 40}) {
+		t.Errorf("onset of a zero warm-up: %+v, want nothing sent", onset)
+	}
+	if steady.Total < 38 || steady.OK != steady.Total {
+		t.Errorf("steady: %+v, want ~40 requests served", steady)
+	}
+}

@@ -17,7 +17,11 @@ import (
 //   - by Kick × (latency − 1) while the latency signal is above 1: goroutines queueing for a CPU mean the process
 //     is already behind, so the share jumps at once (but no further than shedding every ordinary request), and
 //     it does not come down while they queue, whatever the utilisation: a process starved of CPU by its
-//     neighbours, or inside a quota on a busy host, uses less than Target and is still overloaded.
+//     neighbours, or inside a quota on a busy host, uses less than Target and is still overloaded. A lone
+//     queue (none in the reading before) on a process that has been using at least half of its CPU does not
+//     jump the share: inside a quota that is the wake-up after the group was throttled, which recurs about once
+//     a second at a steady overload, and each jump would shed for a few hundred milliseconds what the
+//     utilisation had settled on. The floor below still sheds that reading's arrivals.
 //
 // While the latency is inside or above the band, what is shed is at least what the band says of the latency
 // alone (the snapshot rule of a Max(CPU, SchedLatency)): a queue sheds at once, for as long as it lasts.
@@ -55,6 +59,7 @@ type Settled struct {
 	// avg is the recent utilisation; ceiling the utilisation at which a starved process last queued, 1 when
 	// none applies.
 	avg, ceiling float64
+	queued       bool // the previous reading's latency was above 1
 	last         []Reading
 }
 
@@ -174,17 +179,27 @@ func (s *Settled) Load() (float64, error) {
 		s.share += step
 	}
 	if latOK {
-		if lat > 1 && s.share < 1 {
+		if lat > 1 && s.share < 1 && s.kicks(util, utilErr == nil) {
 			s.share = min(s.share+settleKick*(lat-1), 1)
 		}
 		reading = max(reading, lat)
 	}
+	s.queued = latOK && lat > 1
 	s.share = min(max(s.share, 0), settleMaxShare)
 	shed := s.share
 	if latOK { // a queue sheds at once at least what the latency alone, read through the band, would
 		shed = max(shed, Probability(lat, s.policy.Lower, s.policy.Upper))
 	}
 	return s.loadOf(shed, reading), nil
+}
+
+// kicks reports whether a queue read now moves the share: one that follows another, or one on a process that
+// has not been using most of its CPU (below settleStarved now or over its recent readings: starved, or at the
+// onset of an overload). A lone queue on a process that has been using most of what it may is the wake-up after
+// a stall it could not shorten (a quota's throttling, a neighbour's slice): the floor sheds that reading's
+// arrivals, and the share, which the utilisation has settled, stays where it is.
+func (s *Settled) kicks(util float64, haveUtil bool) bool {
+	return s.queued || !haveUtil || util < settleStarved || s.avg < settleStarved
 }
 
 // learnCeiling keeps the utilisation at which a starved process queues: a process that queues while it uses

@@ -99,6 +99,59 @@ func TestSettledJumpsOnAQueue(t *testing.T) {
 	})
 }
 
+func TestSettledLetsALoneQueueOnABusyProcessPass(t *testing.T) {
+	k, g, T := settleKick, settleGain, DefaultSettleTarget
+	// Settle a busy process: ~30 readings at Target bring its recent utilisation above settleStarved, and a
+	// share of 0.6 stands for what the utilisation settled on.
+	u, l := &named{name: "cpu"}, &named{name: "lat"}
+	s := NewSettled(u, l, 0)
+	bindSettled(s, testPolicy)
+	u.load = T
+	for range 30 {
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	s.share = 0.6
+	read := func(util, lat float64) (share, load float64) {
+		t.Helper()
+		u.load, l.load = util, lat
+		got, err := s.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Share(), got
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	// A lone queue sheds every ordinary request of that reading (the floor) and leaves the share, at any
+	// utilisation from half of the CPU up; above Target only the utilisation's own step moves it.
+	for _, util := range []float64{settleStarved, 0.8, T, 1.3} {
+		want := 0.6 + g*max(util-T, 0)
+		if share, load := read(util, 2); !near(share, want) || !near(load, 0.95) {
+			t.Fatalf("lone queue at utilisation %v: share %v load %v, want share %v load 0.95", util, share, load, want)
+		}
+		s.share = 0.6
+		if share, _ := read(T, 0); !near(share, 0.6) {
+			t.Fatalf("after the lone queue at %v: share %v, want 0.6", util, share)
+		}
+	}
+	// A queue that lasts into the next reading jumps the share.
+	read(T, 1.4)
+	if share, _ := read(T, 1.4); !near(share, 0.6+k*0.4) {
+		t.Fatalf("second queue in a row: share %v, want %v", share, 0.6+k*0.4)
+	}
+	read(T-0.5, 0) // the queue is gone: the share comes down with the CPU
+	if share := s.Share(); !near(share, 0.6+k*0.4-g*0.5) {
+		t.Fatalf("after the queue: share %v, want %v", share, 0.6+k*0.4-g*0.5)
+	}
+	// A lone queue on a process that uses less than half of its CPU now jumps it at once: starved, it gets the
+	// CPU in slices, and each slice's queue may be the only one it sees.
+	s.share = 0.2
+	if share, _ := read(settleStarved-0.1, 1.5); !near(share, 0.2+k*0.5) {
+		t.Fatalf("lone queue below half of the CPU: share %v, want %v", share, 0.2+k*0.5)
+	}
+}
+
 func TestSettledReachesTheCriticalBand(t *testing.T) {
 	// A utilisation that stays far above Target with every ordinary request shed moves on to critical ones.
 	var steps []step

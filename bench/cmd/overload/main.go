@@ -161,6 +161,21 @@ func runApp(mode, signal string, iterations int, addr string, cfg loadshed.Confi
 type run struct {
 	name string
 	o    scenario.Outcome
+	cpu  usage
+}
+
+// usage is the app's CPU over one measurement: cores is its CPU time over the measurement's wall time, perOK
+// its CPU time over the 200s it served (rejections included), zero when it served none.
+type usage struct {
+	cores float64
+	perOK time.Duration
+}
+
+func (u usage) String() string {
+	if u.perOK == 0 {
+		return fmt.Sprintf("%.2f · –", u.cores)
+	}
+	return fmt.Sprintf("%.2f · %.2f ms", u.cores, float64(u.perOK)/float64(time.Millisecond))
 }
 
 func drive(p params) error {
@@ -181,7 +196,7 @@ func drive(p params) error {
 	// measure starts the app in mode (with a loadshed signal), lets it settle idle, then runs f against it.
 	// The unloaded reference runs loadshed as users get it: the -interval, -smoothing, -lower and -upper flags
 	// tune the measured runs only.
-	measure := func(mode, signal string, f func(base string) scenario.Outcome) (scenario.Outcome, error) {
+	measure := func(mode, signal string, f func(base string) scenario.Outcome) (scenario.Outcome, usage, error) {
 		args := []string{"-serve", mode, "-signal", signal, "-iterations", strconv.Itoa(iterations)}
 		if !reference {
 			for _, name := range []string{"interval", "smoothing", "lower", "upper", "inflight", "gomaxprocs"} {
@@ -190,24 +205,42 @@ func drive(p params) error {
 		}
 		a, err := scenario.StartApp(scenario.AppOptions{Args: args, Groups: []*scenario.Group{cg}})
 		if err != nil {
-			return scenario.Outcome{}, err
+			return scenario.Outcome{}, usage{}, err
 		}
 		defer clean.Add(a.Stop)()
 		time.Sleep(time.Second) // let the samplers settle on an idle app
 		if *traceDir != "" && mode == "loadshed" {
 			defer traceStatus(a, filepath.Join(*traceDir, fmt.Sprintf("%s-%d.csv", signal, time.Now().UnixMilli())))()
 		}
-		return f(a.Base), nil
+		before, err := a.CPUTime()
+		if err != nil {
+			return scenario.Outcome{}, usage{}, err
+		}
+		start := time.Now()
+		o := f(a.Base)
+		wall := time.Since(start)
+		after, err := a.CPUTime()
+		if err != nil {
+			return scenario.Outcome{}, usage{}, err
+		}
+		u := usage{cores: (after - before).Seconds() / wall.Seconds()}
+		if o.OK > 0 {
+			u.perOK = (after - before) / time.Duration(o.OK)
+		}
+		return o, u, nil
 	}
 
-	capRPS := p.capacity
+	capRPS, capCPU := p.capacity, ""
 	if capRPS == 0 {
-		if _, err := measure("plain", "default", func(base string) scenario.Outcome {
-			capRPS = scenario.Capacity(base+"/work", 5*time.Second)
-			return scenario.Outcome{}
-		}); err != nil {
+		const d = 5 * time.Second
+		_, u, err := measure("plain", "default", func(base string) scenario.Outcome {
+			capRPS = scenario.Capacity(base+"/work", d)
+			return scenario.Outcome{OK: int(capRPS * d.Seconds())}
+		})
+		if err != nil {
 			return err
 		}
+		capCPU = fmt.Sprintf(" (app CPU · per 200: %v)", u)
 	}
 	if !(capRPS >= 1) {
 		return fmt.Errorf("capacity %.1f req/s: the app serves nothing", capRPS)
@@ -221,12 +254,12 @@ func drive(p params) error {
 	oneRound := func() ([]run, error) {
 		var runs []run
 		add := func(name, mode, signal string, f func(string) scenario.Outcome) error {
-			o, err := measure(mode, signal, f)
+			o, u, err := measure(mode, signal, f)
 			if err != nil {
 				return err
 			}
-			log.Printf("%s: %+v", name, o)
-			runs = append(runs, run{name, o})
+			log.Printf("%s: %+v; app CPU · per 200: %v", name, o, u)
+			runs = append(runs, run{name, o, u})
 			return nil
 		}
 		reference = true
@@ -268,7 +301,7 @@ func drive(p params) error {
 		rounds = append(rounds, runs)
 	}
 
-	fmt.Printf("Capacity (closed loop, 16 clients, %.3g CPU cgroup, %v CPU per request): **%.0f req/s**\n\n", p.cpus, p.work, capRPS)
+	fmt.Printf("Capacity (closed loop, 16 clients, %.3g CPU cgroup, %v CPU per request): **%.0f req/s**%s\n\n", p.cpus, p.work, capRPS, capCPU)
 	if len(rounds) == 1 {
 		printRuns(rounds[0], capRPS)
 	} else {
@@ -280,16 +313,16 @@ func drive(p params) error {
 // printRuns prints one round's table; the last column divides by the round's unloaded p99 (its first row).
 func printRuns(runs []run, capRPS float64) {
 	unloaded := runs[0].o
-	fmt.Printf("| run | offered req/s | goodput req/s | goodput / capacity | shed | timeouts | errors | p50 admitted | p99 admitted | p99 / unloaded p99 |\n")
-	fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| run | offered req/s | goodput req/s | goodput / capacity | shed | timeouts | errors | p50 admitted | p99 admitted | p99 / unloaded p99 | app CPU · per 200 |\n")
+	fmt.Printf("|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|\n")
 	for _, r := range runs {
 		ratio := "–"
 		if unloaded.P99 > 0 && r.o.P99 > 0 {
 			ratio = fmt.Sprintf("%.1fx", float64(r.o.P99)/float64(unloaded.P99))
 		}
-		fmt.Printf("| %s | %.0f | %.0f | %.0f%% | %s | %s | %s | %s | %s | %s |\n", r.name, r.o.Offered, r.o.Goodput,
+		fmt.Printf("| %s | %.0f | %.0f | %.0f%% | %s | %s | %s | %s | %s | %s | %v |\n", r.name, r.o.Offered, r.o.Goodput,
 			100*r.o.Goodput/capRPS, scenario.Pct(r.o.ShedFrac()), scenario.Pct(r.o.TimeoutFrac()),
-			scenario.Pct(r.o.ErrFrac()), scenario.Ms(r.o.P50), scenario.Ms(r.o.P99), ratio)
+			scenario.Pct(r.o.ErrFrac()), scenario.Ms(r.o.P50), scenario.Ms(r.o.P99), ratio, r.cpu)
 	}
 }
 
@@ -297,13 +330,14 @@ func printRuns(runs []run, capRPS float64) {
 // round's own unloaded p99.
 func printRounds(rounds [][]run, capRPS float64) {
 	fmt.Printf("%d rounds, each cell the median (min–max):\n\n", len(rounds))
-	fmt.Printf("| run | goodput / capacity | shed | timeouts | p99 admitted | p99 / unloaded p99 |\n")
-	fmt.Printf("|---|---:|---:|---:|---:|---:|\n")
+	fmt.Printf("| run | goodput / capacity | shed | timeouts | p99 admitted | p99 / unloaded p99 | app CPU |\n")
+	fmt.Printf("|---|---:|---:|---:|---:|---:|---:|\n")
 	for i, r := range rounds[0] {
-		var good, shed, timeouts, p99, ratio []float64
+		var good, shed, timeouts, p99, ratio, cores []float64
 		for _, runs := range rounds {
 			o, unloaded := runs[i].o, runs[0].o
 			good = append(good, o.Goodput/capRPS)
+			cores = append(cores, runs[i].cpu.cores)
 			shed = append(shed, o.ShedFrac())
 			timeouts = append(timeouts, o.TimeoutFrac())
 			p99 = append(p99, float64(o.P99)/float64(time.Millisecond))
@@ -311,8 +345,8 @@ func printRounds(rounds [][]run, capRPS float64) {
 				ratio = append(ratio, float64(o.P99)/float64(unloaded.P99))
 			}
 		}
-		fmt.Printf("| %s | %s | %s | %s | %s ms | %s× |\n", r.name, spread(good, 100, "%.0f%%"), spread(shed, 100, "%.1f %%"),
-			spread(timeouts, 100, "%.1f %%"), spread(p99, 1, "%.3g"), spread(ratio, 1, "%.1f"))
+		fmt.Printf("| %s | %s | %s | %s | %s ms | %s× | %s |\n", r.name, spread(good, 100, "%.0f%%"), spread(shed, 100, "%.1f %%"),
+			spread(timeouts, 100, "%.1f %%"), spread(p99, 1, "%.3g"), spread(ratio, 1, "%.1f"), spread(cores, 1, "%.2f"))
 	}
 }
 

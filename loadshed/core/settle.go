@@ -194,9 +194,9 @@ func (s *Settled) Load() (float64, error) {
 }
 
 // kicks reports whether a queue read now moves the share: one that follows another, or one on a process that
-// has not been using most of its CPU (below settleStarved now or over its recent readings: starved, or at the
-// onset of an overload). A lone queue on a process that has been using most of what it may is the wake-up after
-// a stall it could not shorten (a quota's throttling, a neighbour's slice): the floor sheds that reading's
+// uses less than half of its CPU (settleStarved), now or over its recent readings: starved, or at the onset of an
+// overload. A lone queue on a process that has been using at least half of what it may is the wake-up after a
+// stall it could not shorten (a quota's throttling, a neighbour's slice): the floor sheds that reading's
 // arrivals, and the share, which the utilisation has settled, stays where it is.
 func (s *Settled) kicks(util float64, haveUtil bool) bool {
 	return s.queued || !haveUtil || util < settleStarved || s.avg < settleStarved

@@ -7,8 +7,8 @@
 //
 // It prints one Markdown table: the unloaded p50/p99 (¼ capacity, loadshed with its default signal), the shed
 // fraction at 0.8× capacity for each loadshed signal, then for every mode (and loadshed signal) at factor×
-// capacity the goodput, shed, timeout and error fractions, p50/p99 of admitted requests and the p99's ratio to
-// the unloaded one.
+// capacity the goodput, shed, timeout and error fractions, p50/p99 of admitted requests, the p99's ratio to
+// the unloaded one and the app's CPU (cores, and CPU time per 200).
 package main
 
 import (

@@ -1,6 +1,9 @@
 package main
 
-import "testing"
+import (
+	"testing"
+	"time"
+)
 
 func TestSpread(t *testing.T) {
 	tests := []struct {
@@ -18,6 +21,23 @@ func TestSpread(t *testing.T) {
 	for _, tt := range tests {
 		if got := spread(tt.v, tt.scale, tt.format); got != tt.want {
 			t.Errorf("spread(%v, %v, %q) = %q, want %q", tt.v, tt.scale, tt.format, got, tt.want)
+		}
+	}
+}
+
+func TestUsageString(t *testing.T) {
+	tests := []struct {
+		u    usage
+		want string
+	}{
+		{usage{cores: 0.97, perOK: 1210 * time.Microsecond}, "0.97 · 1.21 ms"},
+		{usage{cores: 1.004, perOK: 1125 * time.Microsecond}, "1.00 · 1.12 ms"},
+		{usage{cores: 0.11}, "0.11 · –"}, // every request shed: no 200 to divide by
+		{usage{}, "0.00 · –"},
+	}
+	for _, tt := range tests {
+		if got := tt.u.String(); got != tt.want {
+			t.Errorf("%+v: %q, want %q", tt.u, got, tt.want)
 		}
 	}
 }

@@ -168,23 +168,24 @@ func (s *Settled) Load() (float64, error) {
 	if utilErr != nil && !latOK {
 		return 0, utilErr
 	}
+	queueing := latOK && lat > 1
 	reading, step := 0.0, 0.0
 	if utilErr == nil {
-		s.learnCeiling(util, latOK && lat > 1)
+		s.learnCeiling(util, queueing)
 		step, reading = settleGain*s.utilError(util), util
 	} else { // without a utilisation, the latency stands in for it
 		step = settleGain * s.utilError(lat)
 	}
-	if step > 0 || !latOK || lat <= 1 { // while goroutines queue, the share does not come down
+	if step > 0 || !queueing { // while goroutines queue, the share does not come down
 		s.share += step
 	}
 	if latOK {
-		if lat > 1 && s.share < 1 && s.kicks(util, utilErr == nil) {
+		if queueing && s.share < 1 && s.kicks(util, utilErr == nil) {
 			s.share = min(s.share+settleKick*(lat-1), 1)
 		}
 		reading = max(reading, lat)
 	}
-	s.queued = latOK && lat > 1
+	s.queued = queueing
 	s.share = min(max(s.share, 0), settleMaxShare)
 	shed := s.share
 	if latOK { // a queue sheds at once at least what the latency alone, read through the band, would

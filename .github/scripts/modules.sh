@@ -5,6 +5,7 @@
 #   modules.sh             one module directory per line, relative to the root ("loadshed", "examples", ...)
 #   modules.sh --json      the same as a JSON array, for a GitHub Actions matrix
 #   modules.sh --libraries only the modules users import (not examples, bench, e2e), as a JSON array
+#   modules.sh --library-dirs  the same, one directory per line
 set -euo pipefail
 
 root="${MODULES_ROOT:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}"
@@ -36,8 +37,9 @@ case "${1:-}" in
 "") list ;;
 --json) list | json ;;
 --libraries) list | { grep -Ev "$support" || true; } | json ;;
+--library-dirs) list | { grep -Ev "$support" || true; } ;;
 *)
-	echo "usage: $0 [--json|--libraries]" >&2
+	echo "usage: $0 [--json|--libraries|--library-dirs]" >&2
 	exit 2
 	;;
 esac

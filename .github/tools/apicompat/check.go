@@ -234,4 +234,3 @@ func named(entries []string, name string) bool {
 	}
 	return false
 }
-

@@ -234,7 +234,13 @@ func (e *Env) Mutations(root, work, version string) error {
 		case !errors.As(err, &f) || f.Module != c.module || !strings.Contains(f.Output, c.want):
 			return fmt.Errorf("mutation %q: the failure does not name %s and %q:\n%v", c.name, c.module, c.want, err)
 		}
-		first := strings.SplitN(strings.TrimSpace(f.Output), "\n", 2)[0]
+		first := ""
+		for _, l := range strings.Split(f.Output, "\n") {
+			if strings.Contains(l, c.want) {
+				first = strings.TrimSpace(l)
+				break
+			}
+		}
 		fmt.Fprintf(e.Out, "installcheck: ok mutation %d, %s: failed as it must: %s: %s: %s\n", i+1, c.name, f.Module, f.Step, first)
 	}
 	return nil

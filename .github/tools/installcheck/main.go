@@ -83,6 +83,11 @@ func mainErr(root, work, only string, mutations bool) error {
 			failed = append(failed, d)
 		}
 	}
+	// The root README's install lines must be lines the check has just proven.
+	if err := rootGetLines(filepath.Join(root, "README.md"), r, dirs, failed); err != nil {
+		fmt.Fprintf(os.Stderr, "installcheck: FAIL %v\n", err)
+		failed = append(failed, "README.md")
+	}
 	if len(failed) > 0 {
 		return fmt.Errorf("%d of %d modules cannot be installed as users install them: %s", len(failed), len(dirs), strings.Join(failed, " "))
 	}
@@ -261,4 +266,36 @@ func editProgram(readme, old, new string) error {
 	}
 	text := strings.Replace(string(data), program, strings.Replace(program, old, new, 1), 1)
 	return os.WriteFile(readme, []byte(text), 0o644)
+}
+
+// rootGetLines checks that every `go get` line of the root README names an installed module that passed.
+func rootGetLines(readme string, r *Release, dirs, failed []string) error {
+	data, err := os.ReadFile(readme)
+	if err != nil {
+		return err
+	}
+	ok := map[string]bool{}
+	for _, d := range dirs {
+		ok[r.Modules[d].Path] = true
+	}
+	for _, d := range failed {
+		ok[r.Modules[d].Path] = false
+	}
+	n := 0
+	for _, line := range strings.Split(string(data), "\n") {
+		if i := strings.Index(line, "#"); i >= 0 {
+			line = line[:i]
+		}
+		f := strings.Fields(line)
+		if len(f) != 3 || f[0] != "go" || f[1] != "get" {
+			continue
+		}
+		path, _, _ := strings.Cut(f[2], "@")
+		if !ok[path] {
+			return fmt.Errorf("README.md: `go get %s` is not an install line this check proved", f[2])
+		}
+		n++
+	}
+	fmt.Printf("installcheck: ok README.md: its %d go get lines are among those installed above\n", n)
+	return nil
 }

@@ -108,23 +108,22 @@ func Check(repo, module, since, version string) (Result, error) {
 func extract(repo, rev, dir string) error {
 	archive := exec.Command("git", "-C", repo, "archive", "--format=tar", rev)
 	tar := exec.Command("tar", "-x", "-C", dir)
-	var stderr bytes.Buffer
-	archive.Stderr = &stderr
+	var archiveErr, tarErr bytes.Buffer // one each: the two commands write at the same time
+	archive.Stderr, tar.Stderr = &archiveErr, &tarErr
 	pipe, err := archive.StdoutPipe()
 	if err != nil {
 		return err
 	}
 	tar.Stdin = pipe
-	tar.Stderr = &stderr
 	if err := tar.Start(); err != nil {
 		return err
 	}
 	if err := archive.Run(); err != nil {
 		_ = tar.Wait()
-		return fmt.Errorf("git archive %s: %w: %s", rev, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("git archive %s: %w: %s", rev, err, strings.TrimSpace(archiveErr.String()))
 	}
 	if err := tar.Wait(); err != nil {
-		return fmt.Errorf("extracting %s: %w: %s", rev, err, strings.TrimSpace(stderr.String()))
+		return fmt.Errorf("extracting %s: %w: %s", rev, err, strings.TrimSpace(tarErr.String()))
 	}
 	return nil
 }

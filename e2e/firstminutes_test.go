@@ -122,11 +122,15 @@ func TestFirstFiveMinutes(t *testing.T) {
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		st = readStatus(t, g.URL)
-		sampled, tiered := len(st.Upstreampick.Upstreams) == 3, false
+		// Exactly one out of the nearest tier: on a busy machine a near one can stray past its limit a moment.
+		sampled, far := len(st.Upstreampick.Upstreams) == 3, 0
 		for _, u := range st.Upstreampick.Upstreams {
-			sampled, tiered = sampled && u.Sampled, tiered || u.Tier > 0
+			sampled = sampled && u.Sampled
+			if u.Tier > 0 {
+				far++
+			}
 		}
-		if sampled && tiered {
+		if sampled && far == 1 {
 			break
 		}
 		if time.Now().After(deadline) {

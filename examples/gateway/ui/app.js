@@ -144,6 +144,8 @@
   function timeAxis(id) {
     return {
       font: AXIS_FONT,
+      // Steps of 2 s are among them, so that a few seconds of data get more than one label.
+      incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600],
       space: function () { return Math.ceil(textWidth('00:00:00')) + TIME_LABEL_GAP; },
       values: function (u, splits) {
         var texts = splits.map(function (t) { return clock(t); });

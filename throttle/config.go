@@ -32,7 +32,9 @@ type Config struct {
 	Queries []string
 
 	// Triggers are the backpressure signals steering the window: PromQL queries or in-process funcs that fire or
-	// not, each with its own name and optional cadence.
+	// not, each with its own name and optional cadence. With neither Triggers nor Queries nothing can make the
+	// window back off: it grows to WindowMax and stays there, a fixed concurrency limit. New accepts that (it is
+	// a use, if a rare one) and logs a warning naming the throttle.
 	//
 	// Optional. Default: nil
 	Triggers []Trigger

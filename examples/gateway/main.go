@@ -3,6 +3,7 @@
 //
 //	go run ./examples/gateway                 # listens on 127.0.0.1:8080
 //	FIBERGUARD_ADDR=127.0.0.1:9000 go run ./examples/gateway
+//	FIBERGUARD_ADDR=[::1]:9000 go run ./examples/gateway      # IPv6
 //
 // It logs its address once it listens; when it cannot listen it says why and exits with status 1.
 //
@@ -31,11 +32,34 @@ import (
 // defaultAddr is where the gateway listens without FIBERGUARD_ADDR.
 const defaultAddr = "127.0.0.1:8080"
 
+// The server's limits. The gateway is copied into services, so it must not hold a connection for a client that
+// trickles its request (one header line every few seconds) or that opened a keep-alive connection and went
+// away: ReadTimeout bounds the reading of a whole request, headers included, and IdleTimeout the wait for the
+// next request on a kept-alive connection. WriteTimeout bounds the writing of an answer (a /throttled answer
+// may take its backend 10 s before that starts). ReadBufferSize is the largest request head (request line and
+// headers) it accepts: fasthttp's 4 KB default answers a browser carrying a few large cookies with 431.
+const (
+	readTimeout    = 10 * time.Second
+	writeTimeout   = 10 * time.Second
+	idleTimeout    = 60 * time.Second
+	readBufferSize = 16 << 10
+)
+
 // env is what a feature's setup may use.
 type env struct {
 	registry *prometheus.Registry
 	// getenv reads the gateway's configuration (os.Getenv outside tests).
 	getenv func(string) string
+	// logf tells the user something at start (nil: the standard logger).
+	logf func(format string, v ...any)
+}
+
+func (e env) printf(format string, v ...any) {
+	if e.logf == nil {
+		log.Printf(format, v...)
+		return
+	}
+	e.logf(format, v...)
 }
 
 // setupFunc installs one module on app and returns its /status part and a function that stops it.
@@ -66,7 +90,16 @@ type gateway struct {
 }
 
 func newGateway(e env) (*gateway, error) {
-	app := fiber.New(fiber.Config{DisableStartupMessage: true, AppName: "fiberguard gateway"})
+	app := fiber.New(fiber.Config{
+		DisableStartupMessage: true,
+		AppName:               "fiberguard gateway",
+		// Listen on whatever FIBERGUARD_ADDR names, IPv4 or IPv6 (Fiber's default is tcp4 only).
+		Network:        fiber.NetworkTCP,
+		ReadTimeout:    readTimeout,
+		WriteTimeout:   writeTimeout,
+		IdleTimeout:    idleTimeout,
+		ReadBufferSize: readBufferSize,
+	})
 	g := &gateway{app: app, status: map[string]func() any{}}
 
 	for _, f := range features() {
@@ -173,7 +206,7 @@ func main() {
 func run(ctx context.Context, getenv func(string) string, logger *log.Logger) error {
 	reg := prometheus.NewRegistry()
 	reg.MustRegister(collectors.NewGoCollector(), collectors.NewProcessCollector(collectors.ProcessCollectorOpts{}))
-	g, err := newGateway(env{registry: reg, getenv: getenv})
+	g, err := newGateway(env{registry: reg, getenv: getenv, logf: logger.Printf})
 	if err != nil {
 		return err
 	}
@@ -185,7 +218,8 @@ func run(ctx context.Context, getenv func(string) string, logger *log.Logger) er
 	}
 	ln, err := net.Listen(g.app.Config().Network, addr)
 	if err != nil {
-		return fmt.Errorf("gateway: %w (set FIBERGUARD_ADDR to a free host:port)", err)
+		return fmt.Errorf("gateway: %w (FIBERGUARD_ADDR must be a free host:port of this machine, IPv4 or IPv6: "+
+			"127.0.0.1:8080, [::1]:8080, :8080 for every address)", err)
 	}
 	logger.Printf("fiberguard gateway on http://%s (live page on /, JSON on /status, Prometheus on /metrics)", ln.Addr())
 

@@ -249,14 +249,47 @@ func TestRunAnnouncesTheAddressItListensOnAndStops(t *testing.T) {
 	}
 }
 
-// gatewayCommand is this test binary running the gateway's main with FIBERGUARD_ADDR=addr.
-func gatewayCommand(t *testing.T, addr string) *exec.Cmd {
+// gatewayCommand is this test binary running the gateway's main with FIBERGUARD_ADDR=addr and the given
+// KEY=VALUE settings.
+func gatewayCommand(t *testing.T, addr string, settings ...string) *exec.Cmd {
 	t.Helper()
-	ctx, cancel := context.WithTimeout(t.Context(), time.Minute)
+	// Not t.Context(): it ends before the cleanups that stop the gateway with SIGTERM run.
+	ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 	t.Cleanup(cancel)
 	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^$")
-	cmd.Env = append(os.Environ(), runMainEnv+"=1", "FIBERGUARD_ADDR="+addr)
+	cmd.Env = append(append(os.Environ(), runMainEnv+"=1", "FIBERGUARD_ADDR="+addr), settings...)
 	return cmd
+}
+
+// startGateway runs the gateway's main as a process on addr and returns the address it announced; the
+// process gets SIGTERM when the test ends and must exit 0.
+func startGateway(t *testing.T, addr string, settings ...string) string {
+	t.Helper()
+	cmd := gatewayCommand(t, addr, settings...)
+	stderr, err := cmd.StderrPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	var out syncBuffer
+	copied := make(chan struct{})
+	go func() {
+		defer close(copied)
+		sc := bufio.NewScanner(stderr)
+		for sc.Scan() {
+			_, _ = out.Write(append(sc.Bytes(), '\n'))
+		}
+	}()
+	t.Cleanup(func() {
+		_ = cmd.Process.Signal(syscall.SIGTERM)
+		<-copied
+		if err := cmd.Wait(); err != nil {
+			t.Errorf("gateway after SIGTERM: %v, want exit status 0\n%s", err, out.String())
+		}
+	})
+	return announcedAddr(t, out.String)
 }
 
 func TestGatewayExitsNonZeroWhenItCannotListen(t *testing.T) {
@@ -275,34 +308,112 @@ func TestGatewayExitsNonZeroWhenItCannotListen(t *testing.T) {
 	}
 }
 
-func TestGatewayStopsOnSIGTERM(t *testing.T) {
-	cmd := gatewayCommand(t, "127.0.0.1:0")
-	stderr, err := cmd.StderrPipe()
+// The gateway, as main() runs it on a real socket, closes a connection whose request trickles in (a header
+// line every 2 s) once ReadTimeout has passed, serves others meanwhile, and reads request heads up to
+// ReadBufferSize: a 7 KB header is served, one larger than the buffer gets 431.
+func TestGatewayServerLimits(t *testing.T) {
+	addr := startGateway(t, "127.0.0.1:0", "FIBERGUARD_LOADSHED_DRYRUN=1")
+
+	for size, want := range map[int]int{7 << 10: 200, readBufferSize + 1024: 431} {
+		req, err := http.NewRequest("GET", "http://"+addr+"/status", nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("X-Large", strings.Repeat("a", size))
+		resp, err := (&http.Client{Timeout: 10 * time.Second}).Do(req)
+		if err != nil {
+			t.Fatalf("a %d-byte header: %v", size, err)
+		}
+		_ = resp.Body.Close()
+		if resp.StatusCode != want {
+			t.Errorf("a %d-byte header: %d, want %d", size, resp.StatusCode, want)
+		}
+	}
+
+	conn, err := net.Dial("tcp", addr)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := cmd.Start(); err != nil {
+	defer conn.Close()
+	start := time.Now()
+	closed := make(chan time.Duration, 1)
+	go func() {
+		// The server says nothing until it gives up on the request: then it closes (after a 408, or at once).
+		_, _ = io.Copy(io.Discard, conn)
+		closed <- time.Since(start)
+	}()
+	if _, err := io.WriteString(conn, "GET /status HTTP/1.1\r\nHost: x\r\n"); err != nil {
 		t.Fatal(err)
 	}
-	var out syncBuffer
-	copied := make(chan struct{})
-	go func() {
-		defer close(copied)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			_, _ = out.Write(append(sc.Bytes(), '\n'))
+	limit := readTimeout + 5*time.Second
+	tick := time.NewTicker(2 * time.Second)
+	defer tick.Stop()
+	for i := 0; ; i++ {
+		select {
+		case d := <-closed:
+			if d < readTimeout-time.Second {
+				t.Fatalf("the slow request was cut after %v, before ReadTimeout (%v)", d, readTimeout)
+			}
+			t.Logf("slow request cut after %v (ReadTimeout %v)", d.Round(time.Millisecond), readTimeout)
+			return
+		case <-tick.C:
+			if time.Since(start) > limit {
+				t.Fatalf("a request trickling a header line every 2 s is still open after %v", time.Since(start))
+			}
+			_, _ = fmt.Fprintf(conn, "X-Slow-%d: 1\r\n", i)
+			// Another client is served meanwhile.
+			if code := getStatus(t, addr); code != 200 {
+				t.Fatalf("/status during the slow request: %d", code)
+			}
 		}
-	}()
-	addr := announcedAddr(t, out.String)
+	}
+}
+
+// FIBERGUARD_ADDR may name an IPv6 address.
+func TestGatewayListensOnIPv6(t *testing.T) {
+	addr := startGateway(t, "[::1]:0")
+	if !strings.HasPrefix(addr, "[::1]:") {
+		t.Fatalf("announced %q, want [::1]:port", addr)
+	}
+	if code := getStatus(t, addr); code != 200 {
+		t.Fatalf("/status over IPv6: %d", code)
+	}
+}
+
+func TestGatewayExitsOnABadSetting(t *testing.T) {
+	out, err := gatewayCommand(t, "127.0.0.1:0", "FIBERGUARD_LOADSHED_DRYRUN=maybe").CombinedOutput()
+	var exit *exec.ExitError
+	if !errors.As(err, &exit) || exit.ExitCode() != 1 {
+		t.Errorf("gateway with FIBERGUARD_LOADSHED_DRYRUN=maybe: %v, want exit status 1\n%s", err, out)
+	}
+	want := `loadshed: FIBERGUARD_LOADSHED_DRYRUN must be 1, true, yes or on (or 0, false, no, off), got "maybe"`
+	if !bytes.Contains(out, []byte(want)) || bytes.Contains(out, []byte(announcement)) {
+		t.Errorf("gateway with FIBERGUARD_LOADSHED_DRYRUN=maybe says:\n%s\nwant %q and no announcement", out, want)
+	}
+}
+
+func TestDryRunAcceptsTheUsualBooleans(t *testing.T) {
+	for value, want := range map[string]bool{
+		"": false, "1": true, "true": true, "TRUE": true, "yes": true, "on": true, " Yes ": true,
+		"0": false, "false": false, "no": false, "off": false,
+	} {
+		g := newTestGateway(t, map[string]string{"FIBERGUARD_LOADSHED_DRYRUN": value})
+		var st struct {
+			DryRun bool `json:"dry_run"`
+		}
+		statusOf(t, g, "loadshed", &st)
+		if st.DryRun != want {
+			t.Errorf("FIBERGUARD_LOADSHED_DRYRUN=%q: dry run %v, want %v", value, st.DryRun, want)
+		}
+		g.close()
+	}
+}
+
+// The gateway exits with status 0 on SIGTERM: startGateway's cleanup sends it and checks the exit.
+func TestGatewayStopsOnSIGTERM(t *testing.T) {
+	addr := startGateway(t, "127.0.0.1:0")
 	if code := getStatus(t, addr); code != 200 {
 		t.Fatalf("/status: %d", code)
-	}
-	if err := cmd.Process.Signal(syscall.SIGTERM); err != nil {
-		t.Fatal(err)
-	}
-	<-copied
-	if err := cmd.Wait(); err != nil {
-		t.Fatalf("gateway after SIGTERM: %v, want exit status 0\n%s", err, out.String())
 	}
 }
 

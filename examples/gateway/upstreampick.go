@@ -5,7 +5,9 @@ import (
 	"errors"
 	"fmt"
 	"net"
+	"net/url"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/fiberguard/fiberguard/upstreampick"
@@ -21,7 +23,13 @@ import (
 //	FIBERGUARD_UPSTREAMPICK_MODE=latency|least-pending|random                     (default latency)
 //
 // Without servers, three demo upstreams are started in-process on 127.0.0.1 (random ports); each answers with
-// its name and the path it was asked for.
+// its name and the path it was asked for. Two are near (site-a, site-b); the gateway reaches the third
+// (site-c) through a dial that waits farDelay first, as if it were in another region, so that the demo shows
+// tiers: site-c is measured about 20 ms away, sits in a tier of its own and gets no traffic while a near one is
+// healthy.
+//
+// With servers given, the gateway dials each once at start and warns when none answers: every /proxy request
+// would be a 503 until one does.
 func setupUpstreampick(app *fiber.App, e env) (func() any, func(), error) {
 	mode, err := upstreampickMode(e.getenv("FIBERGUARD_UPSTREAMPICK_MODE"))
 	if err != nil {
@@ -39,6 +47,8 @@ func setupUpstreampick(app *fiber.App, e env) (func() any, func(), error) {
 		// Demo upstreams are in-process: reconnecting costs microseconds, and short idle times let Close leave
 		// no fasthttp cleaner goroutine behind for long.
 		idle = 10 * time.Second
+		// far is the demo upstream reached through a delayed dial.
+		far string
 	)
 	if list := e.getenv("FIBERGUARD_UPSTREAMPICK_SERVERS"); list != "" {
 		for _, s := range strings.Split(list, ",") {
@@ -56,6 +66,9 @@ func setupUpstreampick(app *fiber.App, e env) (func() any, func(), error) {
 			}
 			stops = append(stops, shutdown)
 			servers = append(servers, "http://"+addr)
+			if name == farUpstream {
+				far = addr
+			}
 		}
 	}
 
@@ -65,6 +78,7 @@ func setupUpstreampick(app *fiber.App, e env) (func() any, func(), error) {
 		Mode:       mode,
 		Timeout:    5 * time.Second,
 		Registerer: e.registry,
+		Dial:       farDial(far),
 		ConfigureClient: func(_ string, c *fasthttp.HostClient) {
 			c.MaxIdleConnDuration = idle
 		},
@@ -74,6 +88,9 @@ func setupUpstreampick(app *fiber.App, e env) (func() any, func(), error) {
 		return nil, nil, err
 	}
 	stops = append(stops, func() { _ = picker.Close() })
+	if far == "" {
+		warnUnreachable(e, servers)
+	}
 
 	balancer := proxy.Balancer(proxy.Config{Client: picker.LBClient()})
 	app.All("/proxy/*", func(c *fiber.Ctx) error {
@@ -91,6 +108,74 @@ func setupUpstreampick(app *fiber.App, e env) (func() any, func(), error) {
 		return err
 	})
 	return func() any { return picker.Status() }, stop, nil
+}
+
+// farUpstream is the demo upstream behind a delayed dial; farDelay the delay: about a round trip to a
+// neighbouring region.
+const (
+	farUpstream = "site-c"
+	farDelay    = 20 * time.Millisecond
+)
+
+// farDial returns a Config.Dial that waits farDelay before dialing far ("host:port"), and dials every other
+// address at once; with no far address, nil (the default dialer).
+func farDial(far string) func(ctx context.Context, addr string) (net.Conn, error) {
+	if far == "" {
+		return nil
+	}
+	return func(ctx context.Context, addr string) (net.Conn, error) {
+		if addr == far {
+			t := time.NewTimer(farDelay)
+			select {
+			case <-t.C:
+			case <-ctx.Done():
+				t.Stop()
+				return nil, ctx.Err()
+			}
+		}
+		var d net.Dialer
+		return d.DialContext(ctx, "tcp", addr)
+	}
+}
+
+// reachTimeout bounds the start-up dial of each configured upstream.
+const reachTimeout = 2 * time.Second
+
+// warnUnreachable dials every server once, side by side, and warns when none of them accepts a connection.
+func warnUnreachable(e env, servers []string) {
+	errs := make([]error, len(servers))
+	var wg sync.WaitGroup
+	for i, s := range servers {
+		wg.Go(func() { errs[i] = reach(s) })
+	}
+	wg.Wait()
+	var why []string
+	for i, err := range errs {
+		if err == nil {
+			return
+		}
+		why = append(why, servers[i]+": "+err.Error())
+	}
+	e.printf("upstreampick: WARNING: no upstream of FIBERGUARD_UPSTREAMPICK_SERVERS accepts a connection (%s); "+
+		"every /proxy/ request is answered 503 until one does", strings.Join(why, "; "))
+}
+
+// reach opens and closes one TCP connection to server's host and port (80 or 443 by its scheme when it has
+// none).
+func reach(server string) error {
+	u, err := url.Parse(server)
+	if err != nil {
+		return err
+	}
+	port := u.Port()
+	if port == "" {
+		port = map[bool]string{true: "443", false: "80"}[u.Scheme == "https"]
+	}
+	c, err := net.DialTimeout("tcp", net.JoinHostPort(u.Hostname(), port), reachTimeout)
+	if err != nil {
+		return err
+	}
+	return c.Close()
 }
 
 func newPicker(cfg upstreampick.Config) (p *upstreampick.Picker, err error) {

@@ -47,7 +47,7 @@ var errUsage = errors.New("invalid command line")
 // defaultRoutes is the mix that shows the gateway's modules on a machine with cpus CPUs: /burn asks for 1.5
 // times the CPU time there is (each request costs 5 ms, so cpus×200 per second fill the CPUs) and loadshed
 // sheds; /throttled asks for 1.25 times what the 8-worker backend serves (8 × 1/20 ms = 400 per second) and the
-// throttle window closes; /proxy goes through upstreampick to the nearest demo upstream.
+// throttle window closes; /proxy goes through upstreampick to the two near demo upstreams (the far one gets none).
 func defaultRoutes(cpus int) []route {
 	return []route{
 		{path: "/burn?ms=5", rate: float64(300 * max(cpus, 1))},

@@ -121,12 +121,19 @@ func drive(ctx context.Context, d *driver, rep *reporter, duration time.Duration
 				fmt.Fprintf(stderr, "\nload: interrupted; waiting for %d answers (Ctrl-C again to quit at once)\n", n)
 			}
 		case now := <-ticker.C:
+			// Once sending is over, a tick while answers are still due is often followed at once by the last
+			// answer: two sets of lines for one instant, the second nearly empty. Such a tick waits for them, one
+			// interval at most.
+			over := interrupted || now.Sub(start) >= duration
+			if over && d.inflight() > 0 && now.Sub(rep.last) < interval*3/2 {
+				continue
+			}
 			rep.tick(now, interrupted)
 		case <-done:
 			if stopped != nil && ctx.Err() != nil { // ctx ended as the last answer came in
 				sending, interrupted = min(time.Since(start), duration), true
 			}
-			rep.tick(time.Now(), interrupted)
+			rep.final(time.Now(), interrupted)
 			return sending, interrupted
 		}
 	}

@@ -110,6 +110,16 @@ func (r *reporter) tick(now time.Time, interrupted bool) {
 	_, _ = io.WriteString(r.out, home+frame+"\x1b[J")
 }
 
+// final reports the interval that ends with the run. On a terminal it redraws the frame (now "done"); as lines
+// it prints nothing when the interval is empty: the run often ends just after a tick, and a second set of lines
+// for the same instant, all zero, reads as a route that stopped.
+func (r *reporter) final(now time.Time, interrupted bool) {
+	if !r.live && !slices.ContainsFunc(r.routes, func(s *routeStats) bool { return !s.quiet() }) {
+		return
+	}
+	r.tick(now, interrupted)
+}
+
 // line writes one route's interval as key=value pairs.
 func (r *reporter) line(t time.Duration, rt route, c *counts, inflight int64) {
 	b := &r.buf

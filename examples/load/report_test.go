@@ -218,3 +218,39 @@ func TestFormatting(t *testing.T) {
 		}
 	}
 }
+
+// A run whose last answers come just after a tick prints that instant's lines once, not a second, nearly empty
+// set of lines for the same instant.
+func TestPlainOutputEndsWithoutARepeat(t *testing.T) {
+	for _, latency := range []time.Duration{time.Millisecond, 150 * time.Millisecond} {
+		t.Run(latency.String(), func(t *testing.T) { plainOutputEndsOnce(t, latency) })
+	}
+}
+
+func plainOutputEndsOnce(t *testing.T, latency time.Duration) {
+	synctest.Test(t, func(t *testing.T) {
+		// The last sends are due at 1.8 s and 1.9 s; with 150 ms their answers come after the tick at 2 s.
+		cfg := testConfig(2*time.Second, route{"/ok?a=1:2", 10}, route{"/shed", 5})
+		srv := mixedServer()
+		srv.latency = constant(latency)
+		out := drivePlain(t, cfg, srv, time.Second)
+		stamps := map[string]int{}
+		for _, l := range strings.Split(out, "\n") {
+			if stamp, rest, ok := strings.Cut(l, " route="); ok && strings.HasPrefix(l, "t=") {
+				route, _, _ := strings.Cut(rest, " ")
+				stamps[stamp+" "+route]++
+				if strings.Contains(l, " sent=0 ") {
+					t.Errorf("a line with nothing sent: %q", l)
+				}
+			}
+		}
+		for key, n := range stamps {
+			if n != 1 {
+				t.Errorf("%s printed %d times:\n%s", key, n, out)
+			}
+		}
+		if len(stamps) != 4 {
+			t.Errorf("%d route lines, want 2 seconds × 2 routes:\n%s", len(stamps), out)
+		}
+	})
+}

@@ -128,6 +128,13 @@ func (s *routeStats) takeInterval() (c *counts, inflight int64) {
 	return c, inflight
 }
 
+// quiet reports whether nothing was sent, answered or dropped since the last takeInterval.
+func (s *routeStats) quiet() bool {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.interval.sent == 0 && s.interval.dropped == 0 && s.interval.answered() == 0
+}
+
 // totals returns the whole run's counts. Call it once the requests are answered: the counts are not copied.
 func (s *routeStats) totals() *counts {
 	s.mu.Lock()

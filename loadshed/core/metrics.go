@@ -25,7 +25,7 @@ func registerMetrics(reg prometheus.Registerer, name string, e *Engine) *metrics
 		reg: reg,
 		e:   e,
 		load: prometheus.NewDesc("fiberguard_loadshed_load",
-			"Smoothed load, as a fraction of capacity.", nil, labels),
+			"The load the shedder decides by: it sheds from Lower and every ordinary request at Upper. The default signal reports the share it settled on shedding, placed on that band; other signals are smoothed.", nil, labels),
 		prob: prometheus.NewDesc("fiberguard_loadshed_probability",
 			"Current probability of rejecting a request, by priority.", []string{"priority"}, labels),
 		decisions: prometheus.NewDesc("fiberguard_loadshed_requests_total",

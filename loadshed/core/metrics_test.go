@@ -66,7 +66,7 @@ func TestMetricsAndTwoInstances(t *testing.T) {
 	}
 	c := engine(Config{Signal: coretest.NewFixedLoad(0.1), Smoothing: 1, Registerer: reg, Name: "api"})
 	want := `
-# HELP fiberguard_loadshed_load Smoothed load, as a fraction of capacity.
+# HELP fiberguard_loadshed_load The load the shedder decides by: it sheds from Lower and every ordinary request at Upper. The default signal reports the share it settled on shedding, placed on that band; other signals are smoothed.
 # TYPE fiberguard_loadshed_load gauge
 fiberguard_loadshed_load{name="api"} 0.1
 fiberguard_loadshed_load{name="default"} 0.96

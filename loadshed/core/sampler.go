@@ -102,7 +102,11 @@ func logSignal(lg Logger, sig Signal) {
 	if signalName(sig) == "custom" {
 		return
 	}
-	lg.Infof("loadshed: load is %s", signalName(sig))
+	if d, ok := sig.(interface{ describe() string }); ok {
+		lg.Infof("loadshed: %s", d.describe())
+	} else {
+		lg.Infof("loadshed: load is %s", signalName(sig))
+	}
 	sigs := []Signal{sig}
 	if c, ok := sig.(interface{ Signals() []Signal }); ok {
 		sigs = c.Signals()

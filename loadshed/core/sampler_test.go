@@ -130,6 +130,19 @@ func TestEngineLogsWhatItReads(t *testing.T) {
 	}
 }
 
+// The default's start-up line says what it does in words before naming its signals.
+func TestEngineSaysWhatTheSettledDefaultDoes(t *testing.T) {
+	lg := &logRecorder{}
+	e := NewEngine(Config{DisableMetrics: true, Logger: lg, Interval: time.Hour,
+		Signal: NewSettled(&named{name: "cpu"}, Max(&named{name: "a"}, &named{name: "b"}), 0)}.WithDefaults(testDefaults))
+	defer e.Close()
+	want := "loadshed: sheds the share of requests that keeps this process's CPU use at 97% of what it may use (cpu), " +
+		"and more at once while its goroutines wait for a CPU (max(a, b))"
+	if infos, _ := lg.lines(); len(infos) == 0 || infos[0] != want {
+		t.Fatalf("logged %q, want first %q", infos, want)
+	}
+}
+
 func TestContextStopsTheSampler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reads atomic.Int64

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strconv"
 	"strings"
 	"sync"
 )
@@ -142,6 +143,16 @@ func (s *Settled) Readings() []Reading {
 // String describes the signal, for logs and Status.
 func (s *Settled) String() string {
 	return fmt.Sprintf("settled at %g of %s", s.target, strings.Join(s.names, ", beside "))
+}
+
+// describe says in plain words what the Settled does, for the log line at start; String names it for Status.
+func (s *Settled) describe() string {
+	out := fmt.Sprintf("sheds the share of requests that keeps this process's CPU use at %s of what it may use (%s)",
+		strconv.FormatFloat(s.target*100, 'g', 4, 64)+"%", s.names[0])
+	if len(s.names) > 1 {
+		out += fmt.Sprintf(", and more at once while its goroutines wait for a CPU (%s)", s.names[1])
+	}
+	return out
 }
 
 // bind gives the Settled the Engine's bands.

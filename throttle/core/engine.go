@@ -74,6 +74,12 @@ func NewEngine(cfg Config) *Engine {
 	e.release = e.window.Release
 
 	triggers := triggersOf(cfg)
+	if len(triggers) == 0 {
+		// Not a panic: a fixed concurrency limit is a use, but most often a trigger was forgotten.
+		lg.Warnf("throttle: %q has no trigger (Config.Triggers and Config.Queries are empty): nothing can make it "+
+			"back off, so its window grows to Config.WindowMax (%d) and stays there, a fixed concurrency limit",
+			cfg.Name, cfg.WindowMax)
+	}
 	prom, promErr := e.prometheus(cfg)
 	e.records = make([]triggerRecord, len(triggers))
 	for i, s := range triggers {

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"math/rand/v2"
+	"strings"
 	"sync/atomic"
 	"testing"
 	"testing/synctest"
@@ -304,5 +305,38 @@ func TestStatusHoldAgreesWithTriggers(t *testing.T) {
 	anyFiring := s.Triggers[0].Firing || s.Triggers[1].Firing || s.Triggers[2].Firing
 	if e.window.Held() != anyFiring || s.GrowthHeld != anyFiring {
 		t.Fatalf("after Close: window held=%t, status held=%t, triggers %+v", e.window.Held(), s.GrowthHeld, s.Triggers)
+	}
+}
+
+// An Engine without a trigger can never back off: it says so once, as a warning naming it, and works as a
+// fixed concurrency limit; one with a trigger says nothing of the kind.
+func TestNoTriggerIsAWarning(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		cfg    Config
+		warned bool
+	}{
+		{"none", Config{Name: "bare", WindowMin: 1, WindowMax: 3}, true},
+		{"func", Config{Name: "steered", WindowMin: 1, WindowMax: 3, Triggers: []Trigger{{
+			Name: "never", Func: func(context.Context) (bool, error) { return false, nil }}}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var lg logBuffer
+			tc.cfg.Logger, tc.cfg.DisableMetrics = &lg, true
+			e := newEngine(tc.cfg)
+			defer e.Close()
+			const want = "has no trigger (Config.Triggers and Config.Queries are empty): nothing can make it back off"
+			got := lg.String()
+			if strings.Contains(got, want) != tc.warned {
+				t.Fatalf("logged %q; want the warning: %v", got, tc.warned)
+			}
+			if tc.warned && !strings.HasPrefix(got, `[Warn] throttle: "bare" has no trigger`) ||
+				tc.warned && !strings.Contains(got, "Config.WindowMax (3)") || strings.Count(got, want) > 1 {
+				t.Fatalf("logged %q; want one warning naming the throttle and its WindowMax", got)
+			}
+			if _, ok := e.TryAcquire(); !ok {
+				t.Fatal("the engine admits nothing")
+			}
+		})
 	}
 }

@@ -2,7 +2,8 @@
 //
 // Start builds the gateway once per test binary, starts it on a free 127.0.0.1 port with the given
 // environment, and returns once it has announced its address. The process gets SIGTERM from t.Cleanup and is
-// waited for; a gateway that does not stop within a few seconds is killed and the test fails.
+// waited for; a gateway that does not stop within a few seconds is killed and the test fails. Gateway.Load runs
+// the load driver (examples/load) against it, built the same way.
 package gatewayproc
 
 import (
@@ -27,35 +28,42 @@ const announce = "fiberguard gateway on http://"
 // startTimeout bounds the wait for the announcement; the build has happened before it starts.
 const startTimeout = 30 * time.Second
 
-var build struct {
-	once sync.Once
+// builds holds the commands of examples built so far, by name; they live in one directory as long as the test
+// binary.
+var builds struct {
+	mu   sync.Mutex
 	dir  string
-	bin  string
-	err  error
+	bins map[string]string
 }
 
-// binary builds examples/gateway into a directory that lives as long as the test binary.
-func binary() (string, error) {
-	build.once.Do(func() {
-		build.dir, build.err = os.MkdirTemp("", "fiberguard-gateway-")
-		if build.err != nil {
-			return
-		}
-		build.bin = filepath.Join(build.dir, "gateway")
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
-		defer cancel()
-		examples, err := examplesDir()
+// binary builds examples/<name> (gateway, load) once and returns its path.
+func binary(name string) (string, error) {
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	if bin, ok := builds.bins[name]; ok {
+		return bin, nil
+	}
+	if builds.dir == "" {
+		dir, err := os.MkdirTemp("", "fiberguard-examples-")
 		if err != nil {
-			build.err = err
-			return
+			return "", err
 		}
-		cmd := exec.CommandContext(ctx, "go", "build", "-o", build.bin, "./gateway")
-		cmd.Dir = examples
-		if out, err := cmd.CombinedOutput(); err != nil {
-			build.err = fmt.Errorf("go build ./examples/gateway: %w\n%s", err, out)
-		}
-	})
-	return build.bin, build.err
+		builds.dir, builds.bins = dir, map[string]string{}
+	}
+	examples, err := examplesDir()
+	if err != nil {
+		return "", err
+	}
+	bin := filepath.Join(builds.dir, name)
+	ctx, cancel := context.WithTimeout(context.Background(), 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", bin, "./"+name)
+	cmd.Dir = examples
+	if out, err := cmd.CombinedOutput(); err != nil {
+		return "", fmt.Errorf("go build ./examples/%s: %w\n%s", name, err, out)
+	}
+	builds.bins[name] = bin
+	return bin, nil
 }
 
 // examplesDir finds the examples module from the working directory of whichever test package runs.
@@ -77,11 +85,38 @@ func examplesDir() (string, error) {
 	}
 }
 
-// Cleanup removes the built binary; call it from TestMain after m.Run.
+// Cleanup removes the built binaries; call it from TestMain after m.Run.
 func Cleanup() {
-	if build.dir != "" {
-		_ = os.RemoveAll(build.dir)
+	builds.mu.Lock()
+	defer builds.mu.Unlock()
+	if builds.dir != "" {
+		_ = os.RemoveAll(builds.dir)
 	}
+}
+
+// Load runs the load driver (examples/load) against g with args, as a user would in a second terminal, and
+// returns what it printed (stdout, stderr) and its exit status. Its output is plain lines: it writes to a pipe.
+func (g *Gateway) Load(t testing.TB, timeout time.Duration, args ...string) (stdout, stderr string, code int) {
+	t.Helper()
+	bin, err := binary("load")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, bin, args...)
+	cmd.Env = append(os.Environ(), "FIBERGUARD_ADDR="+g.Addr)
+	var out, errOut strings.Builder
+	cmd.Stdout, cmd.Stderr = &out, &errOut
+	err = cmd.Run()
+	var exit *exec.ExitError
+	switch {
+	case errors.As(err, &exit):
+		code = exit.ExitCode()
+	case err != nil:
+		t.Fatalf("run load: %v\n%s", err, errOut.String())
+	}
+	return out.String(), errOut.String(), code
 }
 
 // Gateway is a running gateway process.
@@ -114,7 +149,7 @@ func (g *Gateway) write(line string) {
 // Start runs the gateway with env (KEY=VALUE pairs added to the test's environment) on a free port.
 func Start(t testing.TB, env ...string) *Gateway {
 	t.Helper()
-	bin, err := binary()
+	bin, err := binary("gateway")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -11,17 +11,28 @@
   var CHART_IDS = ['chart-loadshed-load', 'chart-loadshed-rate', 'chart-throttle-window', 'chart-throttle-rate',
     'chart-throttle-triggers', 'chart-upstreampick-rtt', 'chart-upstreampick-picks', 'chart-rebalance'];
 
+  // WINDOWS are the spans the charts can show, in seconds; the first is the default. A chart shows the newest
+  // WINDOW seconds, or everything held while that is less: a short run fills the width, whenever it happened.
+  var WINDOWS = [60, 180];
+  // AXIS_FONT is the time axis's font, also used to measure its labels; TIME_LABEL_GAP the least room between two.
+  var AXIS_FONT = '12px system-ui, -apple-system, "Segoe UI", Roboto, sans-serif';
+  var TIME_LABEL_GAP = 16;
+
   var state = {
     samples: [], // the sample objects, oldest first
     times: [], // each sample's time in Unix seconds (uPlot's x)
     last: 0, // seq of the newest sample held
     capacity: 360,
+    window: WINDOWS[0], // seconds shown
     charts: {}, // chart id -> {key, u}
     legend: {} // chart id -> per-series, per-point legend text, read by the series' value functions
   };
 
   // What a browser test reads.
-  var live = window.fiberguardLive = {samples: 0, points: {}, shedding: false};
+  // xLabels: per chart, the time labels drawn, each {text, left, right} in CSS pixels; xRange: per chart, the
+  // [min, max] of its time scale; span: the seconds between the oldest and the newest sample held.
+  var live = window.fiberguardLive = {samples: 0, points: {}, shedding: false, window: state.window, span: 0,
+    xLabels: {}, xRange: {}};
   CHART_IDS.forEach(function (id) { live.points[id] = 0; });
 
   // ---- reading the JSON defensively
@@ -109,6 +120,77 @@
 
   function chartWidth(el) { return Math.max(200, Math.floor(el.clientWidth || 300)); }
 
+  // ---- the time axis: wall-clock labels that never overlap, over the newest state.window seconds
+
+  function pad(n) { return n < 10 ? '0' + n : String(n); }
+
+  // clock is a Unix time as HH:MM:SS of the browser's time zone: no date (the page shows minutes, not days).
+  function clock(t) {
+    var d = new Date(t * 1000);
+    return pad(d.getHours()) + ':' + pad(d.getMinutes()) + ':' + pad(d.getSeconds());
+  }
+
+  var measure = null;
+  function textWidth(text) {
+    if (!measure) {
+      measure = document.createElement('canvas').getContext('2d');
+      measure.font = AXIS_FONT;
+    }
+    return measure.measureText(text).width;
+  }
+
+  // timeAxis labels each tick with its clock time, asking uPlot for ticks at least one label and a gap apart,
+  // and records what it drew for the browser test.
+  function timeAxis(id) {
+    return {
+      font: AXIS_FONT,
+      // Steps of 2 s are among them, so that a few seconds of data get more than one label.
+      incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600],
+      space: function () { return Math.ceil(textWidth('00:00:00')) + TIME_LABEL_GAP; },
+      values: function (u, splits) {
+        var texts = splits.map(function (t) { return clock(t); });
+        live.xLabels[id] = texts.map(function (text, k) {
+          var x = u.valToPos(splits[k], 'x'), w = textWidth(text);
+          return {text: text, left: x - w / 2, right: x + w / 2};
+        });
+        return texts;
+      }
+    };
+  }
+
+  // xRange shows the newest state.window seconds of the samples, or all of them while they span less.
+  function xRange(id) {
+    return function (u, min, max) {
+      var n = state.times.length;
+      if (n === 0) return [min, max];
+      var hi = state.times[n - 1], lo = Math.max(state.times[0], hi - state.window);
+      if (hi <= lo) lo = hi - 1;
+      live.xRange[id] = [lo, hi];
+      return [lo, hi];
+    };
+  }
+
+  // newest returns the index of the newest point of series si that has a value, or null.
+  function newest(u, si) {
+    var d = u.data[si] || [];
+    for (var i = d.length - 1; i >= 0; i--) {
+      if (d[i] !== null && d[i] !== undefined) return i;
+    }
+    return null;
+  }
+
+  // current makes a legend show the newest value while the cursor is off the chart (on a phone: always), and
+  // the value under the cursor while it is on it.
+  function current(fmt) {
+    return function (u, v, si, idx) {
+      if (idx === null || idx === undefined) {
+        idx = newest(u, si);
+        v = idx === null ? null : u.data[si][idx];
+      }
+      return fmt(u, v, si, idx);
+    };
+  }
+
   // countPoints is how many x positions have a value in at least one series.
   function countPoints(cols) {
     var n = 0;
@@ -153,24 +235,30 @@
     if (c && c.key !== spec.key) { clearChart(id); c = null; }
     if (!c) {
       el.textContent = '';
+      var scales = {x: {time: true, range: xRange(id)}};
+      for (var k in spec.scales || {}) scales[k] = spec.scales[k];
       var opts = {
         width: chartWidth(el),
         height: chartHeight(),
-        series: [{}].concat(spec.series),
-        axes: spec.axes || valueAxes,
-        scales: spec.scales || {},
+        series: [{label: 'time', value: current(function (u, v) { return num(v) === null ? '–' : clock(v); })}]
+          .concat(spec.series),
+        axes: [timeAxis(id)].concat((spec.axes || valueAxes).slice(1)),
+        scales: scales,
         legend: {show: true}
       };
       c = state.charts[id] = {key: spec.key, u: new uPlot(opts, data, el)};
     } else {
       c.u.setData(data);
     }
+    // New data leaves the legend as it was; while the cursor is off the chart it shows the newest values.
+    if (c.u.cursor.idx === null || c.u.cursor.idx === undefined) c.u.setLegend({idx: null});
     live.points[id] = points;
   }
 
   function line(label, color, extra) {
     var s = {label: label, stroke: color, width: 1.5, spanGaps: false, points: {show: false}};
     for (var k in extra || {}) s[k] = extra[k];
+    if (s.value) s.value = current(s.value);
     return s;
   }
 
@@ -179,11 +267,15 @@
     return function (u, v, si, idx) {
       var t = state.legend[id] && state.legend[id][si - 1];
       if (idx !== null && idx !== undefined && t && t[idx]) return t[idx];
-      return fallback(v);
+      return fallback(u, v, si, idx);
     };
   }
 
-  function digits(d) { return function (v) { return num(v) === null ? '–' : v.toFixed(d); }; }
+  // digits is a legend value: v with d decimals.
+  function digits(d) { return function (u, v) { return num(v) === null ? '–' : v.toFixed(d); }; }
+
+  // percent is a legend value: a fraction as a whole percentage.
+  function percent(u, v) { return num(v) === null ? '–' : Math.round(v * 100) + '%'; }
 
   // fromZero keeps 0 at the bottom and at least top at the top.
   function fromZero(top) {
@@ -202,33 +294,67 @@
 
   function renderLoadshed() {
     var ls = function (s) { return feature(s, 'loadshed'); };
-    // Lower and Upper frame the load line: drawn where a load is, with loadshed's defaults when not reported.
-    var band = function (field, def) {
-      return function (s) {
-        var f = ls(s);
-        if (!f || num(f.load) === null) return null;
-        var v = num(f[field]);
-        return v === null ? def : v;
-      };
-    };
     var prob = column(function (s) { return ls(s).probability; });
-    draw('chart-loadshed-load', {
-      key: 'load',
-      series: [
-        line('load', COLORS[0], {width: 2, value: digits(3)}),
-        line('Lower', '#8a8f99', {dash: [4, 4], value: digits(2)}),
-        line('Upper', '#5b6070', {dash: [4, 4], value: digits(2)}),
-        line('probability', COLORS[1], {value: digits(3)}),
-        line('critical probability', COLORS[4], {value: digits(3)})
-      ],
-      scales: {y: {range: fromZero(1)}}
-    }, [
-      column(function (s) { return ls(s).load; }),
-      column(band('lower', 0.90)),
-      column(band('upper', 0.95)),
-      prob,
-      column(function (s) { return ls(s).critical_probability; })
-    ]);
+    // The default signal reports its readings: the CPU used (the first) and the waits for a CPU (the rest, whose
+    // highest is drawn). Its load is the share it settled on, placed on the band, or below Lower the highest
+    // reading: drawn as such, a goroutine waking at idle would look like an overload starting.
+    var readings = function (s) { return arr(ls(s).readings); };
+    var withReadings = state.samples.some(function (s) {
+      try { return readings(s).length > 1; } catch (e) { return false; }
+    });
+    var f = latest('loadshed');
+    var target = f && /^settled at ([0-9.]+) /.exec(str(f.signal));
+    if (withReadings) {
+      var series = [
+        line('CPU used', COLORS[0], {width: 2, value: percent}),
+        line('wait for a CPU', COLORS[3], {value: digits(2)}),
+        line('shed', COLORS[1], {width: 2, value: percent}),
+        line('critical shed', COLORS[4], {value: percent})
+      ];
+      var cols = [
+        column(function (s) { return obj(readings(s)[0]).load; }),
+        column(function (s) {
+          var rest = readings(s).slice(1).map(function (r) { return num(obj(r) && r.load); });
+          return rest.length && rest.every(function (v) { return v !== null; }) ? Math.max.apply(null, rest) : null;
+        }),
+        prob,
+        column(function (s) { return ls(s).critical_probability; })
+      ];
+      if (target) {
+        var t = +target[1];
+        series.push(line('CPU target', '#8a8f99', {dash: [4, 4], value: percent}));
+        cols.push(column(function (s) { return ls(s) && num(ls(s).load) !== null ? t : null; }));
+      }
+      draw('chart-loadshed-load', {key: 'readings' + (target ? ':' + target[1] : ''), series: series,
+        scales: {y: {range: fromZero(1)}}}, cols);
+    } else {
+      // A custom signal: its load on the Lower/Upper band.
+      var band = function (field, def) {
+        return function (s) {
+          var g = ls(s);
+          if (!g || num(g.load) === null) return null;
+          var v = num(g[field]);
+          return v === null ? def : v;
+        };
+      };
+      draw('chart-loadshed-load', {
+        key: 'load',
+        series: [
+          line('load', COLORS[0], {width: 2, value: digits(3)}),
+          line('Lower', '#8a8f99', {dash: [4, 4], value: digits(2)}),
+          line('Upper', '#5b6070', {dash: [4, 4], value: digits(2)}),
+          line('shed', COLORS[1], {value: percent}),
+          line('critical shed', COLORS[4], {value: percent})
+        ],
+        scales: {y: {range: fromZero(1)}}
+      }, [
+        column(function (s) { return ls(s).load; }),
+        column(band('lower', 0.90)),
+        column(band('upper', 0.95)),
+        prob,
+        column(function (s) { return ls(s).critical_probability; })
+      ]);
+    }
 
     var rejected = rate(function (s) { return first(ls(s), ['rejected', 'shed']); });
     draw('chart-loadshed-rate', {
@@ -253,12 +379,11 @@
       live.shedding = true;
     }
 
-    var f = latest('loadshed');
+    var cpu = f && obj(arr(f.readings)[0]);
     summary('loadshed', f ? [
-      'load ' + fixed(f.load, 3),
-      'p ' + fixed(f.probability, 3),
-      f.signal ? 'signal ' + str(f.signal) : '',
-      f.dry_run ? 'dry run' : ''
+      cpu && num(cpu.load) !== null ? 'CPU used ' + percent(null, cpu.load) : 'load ' + fixed(f.load, 3),
+      'shedding ' + percent(null, f.probability),
+      f.dry_run ? 'dry run: counts, rejects nothing' : ''
     ] : []);
   }
 
@@ -469,6 +594,7 @@
       }
     });
     live.samples = state.samples.length;
+    live.span = state.times.length ? state.times[state.times.length - 1] - state.times[0] : 0;
   }
 
   // ---- polling
@@ -545,6 +671,18 @@
   if (cmd && location.host && location.host !== '127.0.0.1:8080') {
     cmd.textContent = 'FIBERGUARD_ADDR=' + location.host + ' go run ./examples/load';
   }
+  // The window buttons: a new span redraws every chart over it.
+  Array.prototype.forEach.call(document.querySelectorAll('#windows button'), function (b) {
+    b.addEventListener('click', function () {
+      var w = Number(b.getAttribute('data-window'));
+      if (WINDOWS.indexOf(w) < 0) return;
+      state.window = live.window = w;
+      Array.prototype.forEach.call(document.querySelectorAll('#windows button'), function (o) {
+        o.setAttribute('aria-pressed', String(o === b));
+      });
+      render();
+    });
+  });
   var pending = null;
   window.addEventListener('resize', function () {
     // Coalesce a drag's many events into one resize per frame.

@@ -228,7 +228,8 @@ func (d *driver) runCell(c cell) error {
 	if !(res.capacity >= 1) {
 		return fmt.Errorf("capacity %.1f req/s: the app serves nothing", res.capacity)
 	}
-	log.Printf("%v: capacity %.0f req/s", c, res.capacity)
+	log.Printf("%v: capacity %.0f req/s (× %v of CPU per request: %.2f of the CPU it may use)", c, res.capacity,
+		meanWork(c.handler), res.capacity*meanWork(c.handler).Seconds()/c.allowed())
 	refRate := res.capacity / 4
 	if c.neighbours {
 		refRate = idleRate

@@ -258,7 +258,11 @@ func (d *driver) runCell(c cell) error {
 		for _, mode := range d.p.modes {
 			r := row{cell: c, load: l.name, factor: l.factor, mode: mode, capacity: res.capacity, unloadedP99: res.unloaded.P99}
 			rate := l.factor * res.capacity
-			if r.cpu, err = d.measure(c, mode, l.name+"x", func(base string) scenario.Outcome {
+			what := l.name
+			if !c.neighbours {
+				what += "x"
+			}
+			if r.cpu, err = d.measure(c, mode, what, func(base string) scenario.Outcome {
 				r.o = scenario.Attack(base+"/work", rate, d.p.duration, d.p.timeout)
 				return r.o
 			}, d.p.duration); err != nil {

@@ -212,20 +212,14 @@ func drive(p params) error {
 		if *traceDir != "" && mode == "loadshed" {
 			defer traceStatus(a, filepath.Join(*traceDir, fmt.Sprintf("%s-%d.csv", signal, time.Now().UnixMilli())))()
 		}
-		before, err := a.CPUTime()
+		var o scenario.Outcome
+		cpu, wall, err := a.CPUDuring(func() { o = f(a.Base) })
 		if err != nil {
 			return scenario.Outcome{}, usage{}, err
 		}
-		start := time.Now()
-		o := f(a.Base)
-		wall := time.Since(start)
-		after, err := a.CPUTime()
-		if err != nil {
-			return scenario.Outcome{}, usage{}, err
-		}
-		u := usage{cores: (after - before).Seconds() / wall.Seconds()}
+		u := usage{cores: cpu.Seconds() / wall.Seconds()}
 		if o.OK > 0 {
-			u.perOK = (after - before) / time.Duration(o.OK)
+			u.perOK = cpu / time.Duration(o.OK)
 		}
 		return o, u, nil
 	}

@@ -27,6 +27,8 @@ func AwaitStart() error {
 type AppSpec struct {
 	// Iterations is the hash iterations of GET /work (see Calibrate).
 	Iterations int
+	// Work, if set, answers GET /work instead of the Iterations burn.
+	Work fiber.Handler
 	// Middleware guards /work and /ok, not /healthz, /procs or /stats.
 	Middleware fiber.Handler
 	// Stats, if set, answers GET /stats as JSON.
@@ -45,10 +47,14 @@ func NewApp(spec AppSpec) *fiber.App {
 	if spec.Middleware != nil {
 		app.Use(spec.Middleware)
 	}
-	app.Get("/work", func(c *fiber.Ctx) error {
-		sum := Burn(spec.Iterations)
-		return c.Send(sum[:4])
-	})
+	work := spec.Work
+	if work == nil {
+		work = func(c *fiber.Ctx) error {
+			sum := Burn(spec.Iterations)
+			return c.Send(sum[:4])
+		}
+	}
+	app.Get("/work", work)
 	app.Get("/ok", func(c *fiber.Ctx) error { return c.SendString("ok") })
 	return app
 }

@@ -22,6 +22,9 @@ type Outcome struct {
 	Timeouts int // no answer within the attack's timeout
 	Errors   int // anything else: other statuses, refused or reset connections
 	P50, P99 time.Duration
+	// FirstShed is how long after the start of the part the first 503 of a request sent in it came back; 0:
+	// none did.
+	FirstShed time.Duration
 }
 
 // ShedFrac is the share of requests shed (503).
@@ -51,6 +54,20 @@ func Attack(url string, rate float64, d, timeout time.Duration) Outcome {
 // summarises the requests sent in each part apart: onset (the first warm) and steady (the d after it). It
 // measures how a server holds up under a load it has already met, beside how it meets it.
 func AttackAfter(url string, rate float64, warm, d, timeout time.Duration) (onset, steady Outcome) {
+	parts := AttackSteps(url, []Step{{rate, warm}, {rate, d}}, timeout)
+	return parts[0], parts[1]
+}
+
+// Step is one part of a stepped open-loop attack: Rate requests per second for D.
+type Step struct {
+	Rate float64
+	D    time.Duration
+}
+
+// AttackSteps sends GET url open-loop at each step's rate for its length, one step after the other without a
+// pause, and summarises the requests sent in each step apart (by send time, so a request sent just before a step
+// and answered after it counts in the earlier step). A request unanswered after timeout counts as a timeout.
+func AttackSteps(url string, steps []Step, timeout time.Duration) []Outcome {
 	// A client of our own, so that its idle connections (and their goroutines) end with the attack.
 	transport := &http.Transport{MaxIdleConnsPerHost: 20000}
 	defer transport.CloseIdleConnections()
@@ -58,24 +75,71 @@ func AttackAfter(url string, rate float64, warm, d, timeout time.Duration) (onse
 		vegeta.Workers(64), vegeta.MaxWorkers(20000))
 	target := vegeta.NewStaticTargeter(vegeta.Target{Method: "GET", URL: url})
 	start := time.Now()
-	first, rest := summary{end: start.Add(warm)}, summary{end: start.Add(warm + d)}
-	// Fractional rates matter at low rates (e.g. a quarter of a small capacity): pace per minute.
-	pacer := vegeta.ConstantPacer{Freq: max(1, int(rate*60+0.5)), Per: time.Minute}
-	for res := range atk.Attack(target, pacer, warm+d, "scenario") {
-		if res.Timestamp.Before(first.end) {
-			first.add(res)
-		} else {
-			rest.add(res)
+	parts := make([]summary, len(steps))
+	var total time.Duration
+	for i, s := range steps {
+		parts[i] = summary{start: start.Add(total), end: start.Add(total + s.D)}
+		total += s.D
+	}
+	for res := range atk.Attack(target, stepPacer(steps), total, "scenario") {
+		i := 0
+		for i < len(parts)-1 && !res.Timestamp.Before(parts[i].end) {
+			i++
+		}
+		parts[i].add(res)
+	}
+	out := make([]Outcome, len(steps))
+	for i, s := range steps {
+		out[i] = parts[i].outcome(s.Rate, s.D)
+	}
+	return out
+}
+
+// stepPacer paces a vegeta attack through steps: the hits due by an elapsed time are each finished step's rate ×
+// length plus the current step's rate × its time so far. Fractional rates are kept (a quarter of a small
+// capacity matters at low rates).
+type stepPacer []Step
+
+// Pace sends at once when the next hit is due, else waits until it is (or until the next step begins).
+func (sp stepPacer) Pace(elapsed time.Duration, hits uint64) (time.Duration, bool) {
+	var begin time.Duration
+	due := 0.0 // hits due by the start of the step
+	for _, s := range sp {
+		if elapsed < begin+s.D {
+			if float64(hits)+1 <= due+s.Rate*(elapsed-begin).Seconds() {
+				return 0, false
+			}
+			if s.Rate > 0 {
+				next := begin + time.Duration((float64(hits)+1-due)/s.Rate*float64(time.Second))
+				if next < begin+s.D {
+					return next - elapsed, false
+				}
+			}
+			return begin + s.D - elapsed, false
+		}
+		due += s.Rate * s.D.Seconds()
+		begin += s.D
+	}
+	return 0, true
+}
+
+// Rate is the current step's rate.
+func (sp stepPacer) Rate(elapsed time.Duration) float64 {
+	var begin time.Duration
+	for _, s := range sp {
+		if begin += s.D; elapsed < begin {
+			return s.Rate
 		}
 	}
-	return first.outcome(rate, warm), rest.outcome(rate, d)
+	return 0
 }
 
 // summary accumulates attack results.
 type summary struct {
-	end                              time.Time
+	start, end                       time.Time
 	ok                               []time.Duration
 	total, shed, timeouts, errs, win int
+	firstShed                        time.Duration
 }
 
 func (s *summary) add(r *vegeta.Result) {
@@ -88,6 +152,9 @@ func (s *summary) add(r *vegeta.Result) {
 		}
 	case r.Code == http.StatusServiceUnavailable:
 		s.shed++
+		if at := r.End().Sub(s.start); s.firstShed == 0 || at < s.firstShed {
+			s.firstShed = max(at, time.Nanosecond)
+		}
 	case r.Code == 0 && isTimeout(r.Error):
 		s.timeouts++
 	default:
@@ -97,7 +164,8 @@ func (s *summary) add(r *vegeta.Result) {
 
 func (s *summary) outcome(rate float64, d time.Duration) Outcome {
 	slices.Sort(s.ok)
-	o := Outcome{Offered: rate, Total: s.total, OK: len(s.ok), Shed: s.shed, Timeouts: s.timeouts, Errors: s.errs}
+	o := Outcome{Offered: rate, Total: s.total, OK: len(s.ok), Shed: s.shed, Timeouts: s.timeouts, Errors: s.errs,
+		FirstShed: s.firstShed}
 	if d > 0 {
 		o.Goodput = float64(s.win) / d.Seconds()
 	}

@@ -16,7 +16,7 @@ func TestSummary(t *testing.T) {
 	at := func(offset time.Duration, code uint16, latency time.Duration, msg string) *vegeta.Result {
 		return &vegeta.Result{Timestamp: start.Add(offset), Code: code, Latency: latency, Error: msg}
 	}
-	s := summary{end: end}
+	s := summary{start: start, end: end}
 	for i := range 100 {
 		s.add(at(0, 200, time.Duration(i+1)*time.Millisecond, "")) // 1..100 ms, all finished in the window
 	}
@@ -31,7 +31,7 @@ func TestSummary(t *testing.T) {
 
 	got := s.outcome(108, time.Second)
 	want := Outcome{Offered: 108, Goodput: 100, Total: 108, OK: 101, Shed: 2, Timeouts: 3, Errors: 2,
-		P50: 51 * time.Millisecond, P99: 100 * time.Millisecond}
+		P50: 51 * time.Millisecond, P99: 100 * time.Millisecond, FirstShed: time.Millisecond}
 	if got != want {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}
@@ -118,5 +118,58 @@ func TestAttackAfterWithoutWarmUp(t *testing.T) {
 	}
 	if steady.Total < 38 || steady.OK != steady.Total {
 		t.Errorf("steady: %+v, want ~40 requests served", steady)
+	}
+}
+
+func TestStepPacer(t *testing.T) {
+	sp := stepPacer{{Rate: 10, D: time.Second}, {Rate: 0, D: time.Second}, {Rate: 100, D: time.Second}}
+	for _, tc := range []struct {
+		elapsed time.Duration
+		hits    uint64
+		wait    time.Duration
+		stop    bool
+		rate    float64
+	}{
+		{0, 0, 100 * time.Millisecond, false, 10},                     // the first hit is due after 1/10 s
+		{150 * time.Millisecond, 0, 0, false, 10},                     // behind: at once
+		{150 * time.Millisecond, 1, 50 * time.Millisecond, false, 10}, // the second at 200 ms
+		{time.Second, 10, time.Second, false, 0},                      // a silent step: wait for the next one
+		{1500 * time.Millisecond, 10, 500 * time.Millisecond, false, 0},
+		{2 * time.Second, 10, 10 * time.Millisecond, false, 100},
+		{2500 * time.Millisecond, 30, 0, false, 100}, // 10 + 50 due
+		{3 * time.Second, 110, 0, true, 0},
+	} {
+		wait, stop := sp.Pace(tc.elapsed, tc.hits)
+		if stop != tc.stop || (!stop && (wait-tc.wait).Abs() > time.Microsecond) {
+			t.Errorf("Pace(%v, %d) = %v, %v; want %v, %v", tc.elapsed, tc.hits, wait, stop, tc.wait, tc.stop)
+		}
+		if r := sp.Rate(tc.elapsed); r != tc.rate {
+			t.Errorf("Rate(%v) = %v, want %v", tc.elapsed, r, tc.rate)
+		}
+	}
+}
+
+// TestAttackStepsSplitsSteps drives a real server at 20/s then 100/s: each step's requests land in its own part,
+// and the first 503 of the second step, answered as soon as its requests come, is timed from the step.
+func TestAttackStepsSplitsSteps(t *testing.T) {
+	var n atomic.Int64
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		if n.Add(1) > 25 { // shed from the second step on
+			w.WriteHeader(http.StatusServiceUnavailable)
+		}
+	}))
+	defer srv.Close()
+	parts := AttackSteps(srv.URL, []Step{{20, time.Second}, {100, time.Second}}, time.Second)
+	if len(parts) != 2 {
+		t.Fatalf("%d parts, want 2", len(parts))
+	}
+	if p := parts[0]; p.Total < 18 || p.Total > 22 || p.Offered != 20 {
+		t.Errorf("first step: %+v, want ~20 requests", p)
+	}
+	if p := parts[1]; p.Total < 95 || p.Total > 105 || p.Offered != 100 || p.Shed < 70 {
+		t.Errorf("second step: %+v, want ~100 requests, most shed", p)
+	}
+	if fs := parts[1].FirstShed; fs <= 0 || fs > 200*time.Millisecond {
+		t.Errorf("first shed %v after the step, want within 200 ms", fs)
 	}
 }

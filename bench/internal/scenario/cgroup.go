@@ -73,6 +73,28 @@ func NewGroup(name string, cpus float64, controllers ...string) (*Group, error) 
 	return g, nil
 }
 
+// CheckCgroupV1 says why NewGroup cannot confine an app here in both the cpu and the cpuacct controllers: not
+// root, or either controller not mounted as cgroup v1. nil when it can.
+func CheckCgroupV1() error {
+	if os.Geteuid() != 0 {
+		return errors.New("needs root to create cgroups")
+	}
+	mountinfo, err := os.ReadFile("/proc/self/mountinfo")
+	if err != nil {
+		return err
+	}
+	own, err := os.ReadFile("/proc/self/cgroup")
+	if err != nil {
+		return err
+	}
+	for _, c := range []string{"cpu", "cpuacct"} {
+		if _, err := ownGroupDir(string(mountinfo), string(own), c); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
 // Dir is the group's directory in a controller's hierarchy, "" when the group is not in that controller.
 func (g *Group) Dir(controller string) string { return g.dirs[controller] }
 

@@ -16,27 +16,14 @@ import (
 // FIBERGUARD_INTEGRATION=1.
 func requireCgroupV1(t *testing.T) {
 	t.Helper()
-	why := ""
-	if os.Geteuid() != 0 {
-		why = "needs root to create cgroups"
-	} else if mi, err := os.ReadFile("/proc/self/mountinfo"); err != nil {
-		why = err.Error()
-	} else if own, err := os.ReadFile("/proc/self/cgroup"); err != nil {
-		why = err.Error()
-	} else {
-		for _, c := range []string{"cpu", "cpuacct"} {
-			if _, err := ownGroupDir(string(mi), string(own), c); err != nil {
-				why = err.Error()
-			}
-		}
-	}
-	if why == "" {
+	err := CheckCgroupV1()
+	if err == nil {
 		return
 	}
 	if os.Getenv("FIBERGUARD_INTEGRATION") == "1" {
-		t.Fatalf("integration prerequisite missing: %s (FIBERGUARD_INTEGRATION=1)", why)
+		t.Fatalf("integration prerequisite missing: %v (FIBERGUARD_INTEGRATION=1)", err)
 	}
-	t.Skipf("skipping: %s; set FIBERGUARD_INTEGRATION=1 to make this a failure", why)
+	t.Skipf("skipping: %v; set FIBERGUARD_INTEGRATION=1 to make this a failure", err)
 }
 
 func readTrim(t *testing.T, name string) string {

@@ -114,6 +114,22 @@ func (a *App) CPUTime() (time.Duration, error) {
 	return parseStatCPU(data)
 }
 
+// CPUDuring runs f and returns the CPU time the app used meanwhile and f's wall time.
+func (a *App) CPUDuring(f func()) (cpu, wall time.Duration, err error) {
+	before, err := a.CPUTime()
+	if err != nil {
+		return 0, 0, err
+	}
+	start := time.Now()
+	f()
+	wall = time.Since(start)
+	after, err := a.CPUTime()
+	if err != nil {
+		return 0, 0, err
+	}
+	return after - before, wall, nil
+}
+
 // Cgroups returns the app's group per v1 controller, from /proc/PID/cgroup.
 func (a *App) Cgroups() (map[string]string, error) {
 	data, err := os.ReadFile("/proc/" + strconv.Itoa(a.Pid) + "/cgroup")

@@ -1,0 +1,105 @@
+package main
+
+import (
+	"io"
+	"slices"
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestParseFlagsDefaults(t *testing.T) {
+	p, err := parseFlags(nil, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []quota{{"0.5", 0.5}, {"1", 1}, {"2", 2}, {"none", 0}}
+	if !slices.Equal(p.quotas, want) || !slices.Equal(p.procs, []string{"default", "1"}) ||
+		!slices.Equal(p.loads, []float64{0.8, 1.2, 2, 4, 10}) || !slices.Equal(p.handlers, []string{"cpu"}) ||
+		!slices.Equal(p.modes, modes) {
+		t.Errorf("defaults: %+v", p)
+	}
+	if p.duration != 10*time.Second || p.timeout != 2*time.Second || !p.goals || p.step || p.neighbours {
+		t.Errorf("defaults: %+v", p)
+	}
+	if !strings.HasPrefix(p.out, "results/matrix-") || !strings.HasSuffix(p.out, ".tsv") {
+		t.Errorf("default -out %q", p.out)
+	}
+}
+
+func TestParseFlagsLists(t *testing.T) {
+	p, err := parseFlags([]string{"-quotas", " none ,0.25", "-gomaxprocs", "3", "-loads", "1.5", "-handlers", "wait,mixed",
+		"-modes", "loadshed-cpu", "-step", "-neighbours", "-goals=false", "-out", "x.tsv"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !slices.Equal(p.quotas, []quota{{"none", 0}, {"0.25", 0.25}}) || !slices.Equal(p.procs, []string{"3"}) ||
+		!slices.Equal(p.loads, []float64{1.5}) || !slices.Equal(p.handlers, []string{"wait", "mixed"}) ||
+		!slices.Equal(p.modes, []string{"loadshed-cpu"}) || !p.step || !p.neighbours || p.goals || p.out != "x.tsv" {
+		t.Errorf("got %+v", p)
+	}
+}
+
+// TestParseFlagsRejects checks that a bad list is refused with a message that names its flag.
+func TestParseFlagsRejects(t *testing.T) {
+	for _, tc := range []struct {
+		args []string
+		want string
+	}{
+		{[]string{"-quotas", "1,abc"}, `-quotas: "abc" is neither none`},
+		{[]string{"-quotas", "0"}, `-quotas: "0" is neither none`},
+		{[]string{"-quotas", "-1"}, `-quotas: "-1"`},
+		{[]string{"-quotas", ","}, "-quotas: empty list"},
+		{[]string{"-quotas", "1,1"}, `-quotas: "1" given twice`},
+		{[]string{"-gomaxprocs", "0"}, `-gomaxprocs: "0" is neither default nor a positive integer`},
+		{[]string{"-gomaxprocs", "auto"}, `-gomaxprocs: "auto"`},
+		{[]string{"-loads", "2,0"}, `-loads: "0" is not a multiple`},
+		{[]string{"-loads", "x"}, `-loads: "x"`},
+		{[]string{"-loads", ""}, "-loads: empty list"},
+		{[]string{"-handlers", "cpu,io"}, `-handlers: unknown "io"`},
+		{[]string{"-modes", "plain,bbr"}, `-modes: unknown "bbr"`},
+		{[]string{"-modes", "plain,plain"}, `-modes: "plain" given twice`},
+		{[]string{"-duration", "0s"}, "-duration: must be positive"},
+		{[]string{"-timeout", "-1s"}, "-timeout: must be positive"},
+		{[]string{"extra"}, "unexpected arguments"},
+	} {
+		_, err := parseFlags(tc.args, io.Discard)
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("parseFlags(%q) = %v, want an error containing %q", tc.args, err, tc.want)
+		}
+	}
+}
+
+func TestCellsAndPlan(t *testing.T) {
+	p, err := parseFlags([]string{"-quotas", "1,none", "-gomaxprocs", "default", "-handlers", "cpu,wait", "-loads", "2",
+		"-modes", "plain,loadshed", "-step", "-neighbours", "-duration", "3s"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	runs := 0
+	var total time.Duration
+	for _, c := range p.cells() {
+		names = append(names, c.String())
+		n, d := p.plan(c)
+		runs, total = runs+n, total+d
+	}
+	want := []string{"1 CPU · GOMAXPROCS default · cpu", "1 CPU · GOMAXPROCS default · wait",
+		"no limit · GOMAXPROCS default · cpu", "no limit · GOMAXPROCS default · wait",
+		"no limit · GOMAXPROCS default · cpu · neighbours"} // no wait cell beside the neighbours
+	if !slices.Equal(names, want) {
+		t.Fatalf("cells %q, want %q", names, want)
+	}
+	// cpu cells: capacity, unloaded, 2 load rows, 2 steps; wait cells: unloaded, 2 load rows;
+	// neighbours: capacity, unloaded, idle and starved for 2 modes.
+	if wantRuns := 2*6 + 2*3 + 6; runs != wantRuns {
+		t.Errorf("%d runs, want %d", runs, wantRuns)
+	}
+	o := appOverhead
+	cpuCell := (5*time.Second + o) + (3*time.Second + o) + 2*(3*time.Second+o) + 2*(10*time.Second+o)
+	waitCell := 3 * (3*time.Second + o)
+	nbCell := (5*time.Second + o) + 5*(3*time.Second+o)
+	if want := 2*cpuCell + 2*waitCell + nbCell; total != want {
+		t.Errorf("expected run time %v, want %v", total, want)
+	}
+}

@@ -123,14 +123,14 @@ func TestLivePageInChromium(t *testing.T) {
 	}
 
 	checkLegibility(t, st, "desktop")
-	saveScreenshot(t, step(20*time.Second), "live-page.png")
+	saveScreenshot(step(20*time.Second), t, "live-page.png")
 
 	// At a phone's width the labels still do not overlap and the legends still show values without a mouse.
 	if err := chromedp.Do(step(10*time.Second), chromedp.EmulateViewport(390, 1600)); err != nil {
 		t.Fatalf("phone viewport: %v", err)
 	}
 	time.Sleep(1500 * time.Millisecond) // a resize and a poll redraw every chart
-	st = readLive(t, step(5*time.Second))
+	st = readLive(step(5*time.Second), t)
 	checkLegibility(t, st, "phone")
 	for _, id := range liveCharts {
 		values, err := chromedp.Run(step(5*time.Second), chromedp.Evaluate[[]string](`Array.from(
@@ -143,20 +143,20 @@ func TestLivePageInChromium(t *testing.T) {
 			t.Errorf("phone: %s's legend shows %q without a mouse, want the newest time and value", id, values)
 		}
 	}
-	saveScreenshot(t, step(20*time.Second), "live-page-phone.png")
+	saveScreenshot(step(20*time.Second), t, "live-page-phone.png")
 
 	// The 3-minute button widens the window.
 	if err := chromedp.Do(step(5*time.Second), chromedp.Click(`#windows button[data-window="180"]`)); err != nil {
 		t.Fatalf("click the 3-minute button: %v", err)
 	}
-	if st = readLive(t, step(5*time.Second)); st.Window != 180 {
+	if st = readLive(step(5*time.Second), t); st.Window != 180 {
 		t.Errorf("after the 3-minute button the window is %v s", st.Window)
 	}
 	t.Logf("samples %d over %.1f s, points %v", st.Samples, st.Span, st.Points)
 }
 
 // readLive reads window.fiberguardLive.
-func readLive(t *testing.T, ctx context.Context) liveState {
+func readLive(ctx context.Context, t *testing.T) liveState {
 	t.Helper()
 	raw, err := chromedp.Run(ctx, chromedp.Evaluate[[]byte](`window.fiberguardLive`))
 	if err != nil {
@@ -199,7 +199,7 @@ func checkLegibility(t *testing.T, st liveState, view string) {
 }
 
 // saveScreenshot saves a PNG of the whole page in the test's artifact directory (go test -artifacts keeps it).
-func saveScreenshot(t *testing.T, ctx context.Context, name string) {
+func saveScreenshot(ctx context.Context, t *testing.T, name string) {
 	t.Helper()
 	shot, err := chromedp.Run(ctx, chromedp.FullScreenshot(100))
 	if err != nil {

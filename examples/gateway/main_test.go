@@ -392,9 +392,12 @@ func TestGatewayExitsOnABadSetting(t *testing.T) {
 	}
 }
 
+// padded surrounds a setting with the spaces a shell file may leave around it.
+func padded(v string) string { return " " + v + " " }
+
 func TestDryRunAcceptsTheUsualBooleans(t *testing.T) {
 	for value, want := range map[string]bool{
-		"": false, "1": true, "true": true, "TRUE": true, "yes": true, "on": true, " Yes ": true,
+		"": false, "1": true, "true": true, "TRUE": true, "yes": true, "on": true, padded("Yes"): true,
 		"0": false, "false": false, "no": false, "off": false,
 	} {
 		g := newTestGateway(t, map[string]string{"FIBERGUARD_LOADSHED_DRYRUN": value})

@@ -109,7 +109,7 @@ func TestFirstFiveMinutes(t *testing.T) {
 	// 1. Start.
 	g := gatewayproc.Start(t)
 	log := g.Log()
-	if i, j := strings.Index(log, "loadshed: sheds the share of requests"), strings.Index(log, "fiberguard gateway on http://"); i < 0 || j < i {
+	if i, j := strings.Index(log, "loadshed: sheds just enough requests"), strings.Index(log, "fiberguard gateway on http://"); i < 0 || j < i {
 		t.Errorf("the start-up lines do not say first, in words, what loadshed does:\n%s", log)
 	}
 

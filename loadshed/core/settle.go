@@ -72,7 +72,7 @@ const (
 	settleUtilWeight    = 0.5  // of each reading in the recent utilisation: a memory of about 2 readings
 	settleRelease       = 0.5  // of the spare CPU's room, admitted per reading while the queue is below its target
 	settleMaxGrowth     = 16   // utilisation readings below 1/16 count as 1/16
-	settleQuotaHeadroom = 0.9  // the share of a quota below GOMAXPROCS that the process is held under
+	settleQuotaHeadroom = 0.97 // the share of a quota below GOMAXPROCS that the process is held under
 	settleMinAdmit      = 0.0001
 	settleCriticalAt    = 0.01 // below this share of ordinary requests admitted, critical ones are shed too
 )

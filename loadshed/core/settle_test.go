@@ -8,38 +8,6 @@ import (
 	"time"
 )
 
-// step is one reading of a Settled's two signals and what the Settled must make of it.
-type step struct {
-	util, lat float64
-	utilErr   error
-	latErr    error
-	wantShare float64
-	wantLoad  float64
-	wantErr   bool
-}
-
-// runSteps feeds steps to a Settled over two named signals, bound to the adapters' default bands.
-func runSteps(t *testing.T, steps []step) {
-	t.Helper()
-	u, l := &named{name: "cpu"}, &named{name: "lat"}
-	s := NewSettled(u, l, 0)
-	bindSettled(s, testPolicy)
-	for i, st := range steps {
-		u.load, u.err, l.load, l.err = st.util, st.utilErr, st.lat, st.latErr
-		got, err := s.Load()
-		if (err != nil) != st.wantErr {
-			t.Fatalf("step %d: Load error %v, want error %v", i, err, st.wantErr)
-		}
-		if st.wantErr {
-			continue
-		}
-		if math.Abs(s.Share()-st.wantShare) > 1e-9 || math.Abs(got-st.wantLoad) > 1e-9 {
-			t.Fatalf("step %d (util %v, lat %v): share %v load %v; want share %v load %v",
-				i, st.util, st.lat, s.Share(), got, st.wantShare, st.wantLoad)
-		}
-	}
-}
-
 var testPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1.0}
 
 // band is the load of an ordinary share on the default bands.

@@ -93,8 +93,19 @@ var gitIdentity = []string{
 	"GIT_COMMITTER_NAME=installcheck", "GIT_COMMITTER_EMAIL=installcheck@fiberguard.invalid",
 }
 
-// NextVersion is the minor version after every library module tag of the clone (v0.1.0 when none).
+// NextVersion is a pre-release of the minor version after every library module tag of the clone (v0.1.0 when
+// none), unique to this run: the go command keeps an index of each module version it has unpacked in the build
+// cache, taking a version's contents as fixed forever, so a check that served other contents under a version it
+// had served before would build against the old file list.
 func NextVersion(repo string) (string, error) {
+	v, err := nextMinor(repo)
+	if err != nil {
+		return "", err
+	}
+	return v + "-check." + time.Now().UTC().Format("20060102150405"), nil
+}
+
+func nextMinor(repo string) (string, error) {
 	tags, err := run(repo, nil, "git", "tag", "--list")
 	if err != nil {
 		return "", err

@@ -47,7 +47,7 @@ func TestGatewayBesideBusyNeighboursShedsNothing(t *testing.T) {
 	if shed > 0 {
 		t.Fatalf("%d of 60 requests shed beside busy neighbours; loadshed status %s", shed, raw)
 	}
-	if strings.Contains(st.Signal, "CPU of host") || len(st.Readings) != 2 || st.Load > 0.5 {
-		t.Fatalf("loadshed reads %q at %.3f (%s), want its own CPU and its goroutines' wait for a CPU, far below Lower", st.Signal, st.Load, raw)
+	if strings.Contains(st.Signal, "CPU of host") || len(st.Readings) != 3 || st.Load > 0.5 {
+		t.Fatalf("loadshed reads %q at %.3f (%s), want its own CPU, scheduling latency and run queue, far below Lower", st.Signal, st.Load, raw)
 	}
 }

@@ -136,8 +136,8 @@ func TestEngineSaysWhatTheSettledDefaultDoes(t *testing.T) {
 	e := NewEngine(Config{DisableMetrics: true, Logger: lg, Interval: time.Hour,
 		Signal: NewSettled(&named{name: "cpu"}, Max(&named{name: "a"}, &named{name: "b"}), 0)}.WithDefaults(testDefaults))
 	defer e.Close()
-	want := "loadshed: sheds just enough requests to keep this process's own queue for a CPU short: its CPU use (cpu) " +
-		"times how long its goroutines wait for a CPU (max(a, b)), held at 1; nothing while its CPUs have room"
+	want := "loadshed: sheds the share of requests that keeps this process's CPU use at 97% of what it may use (cpu), " +
+		"and more at once while its goroutines wait for a CPU (max(a, b))"
 	if infos, _ := lg.lines(); len(infos) == 0 || infos[0] != want {
 		t.Fatalf("logged %q, want first %q", infos, want)
 	}

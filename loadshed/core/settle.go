@@ -4,44 +4,48 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"runtime"
 	"strconv"
+	"strings"
 	"sync"
 )
 
-// Settled is the default load shedder's controller: a Signal that finds the share of requests to shed by
-// holding the process's own queue for a CPU at a target, instead of reading a probability off one measurement.
+// Settled is a Signal that finds the share of requests to shed, instead of reading it off one measurement. It
+// reads a utilisation signal and a latency signal (the default: NewCPU, and the higher of NewSchedLatency and
+// NewRunQueue) and keeps a share that it moves at every reading:
+//   - by Gain × (utilisation − Target): it grows while the process uses more than Target of its CPU and shrinks
+//     while it uses less. A utilisation that stays above Target grows it ever faster (at least 0.01 × Gain,
+//     doubling at every reading up to 32 times), so a process that sheds without relief soon sheds everything;
+//   - by Kick × (latency − 1) while the latency signal is above 1: goroutines queueing for a CPU mean the process
+//     is already behind, so the share jumps at once (but no further than shedding every ordinary request), and
+//     it does not come down while they queue, whatever the utilisation: a process starved of CPU by its
+//     neighbours, or inside a quota on a busy host, uses less than Target and is still overloaded. A lone
+//     queue (none in the reading before) on a process that has been using at least half of its CPU does not
+//     jump the share: inside a quota that is the wake-up after the group was throttled, which recurs about once
+//     a second at a steady overload, and each jump would shed for a few hundred milliseconds what the
+//     utilisation had settled on. The floor below still sheds that reading's arrivals.
 //
-// What it holds: q = utilisation × wait, where utilisation is the CPU the process uses over the CPU it may use
-// (NewCPU: its cgroup's limit, else its own CPUs) and wait is how long its goroutines wait for a CPU over that
-// signal's target (NewQueueWait: the mean wait over 5 ms). The product is the wait that the process's own work
-// causes: an idle process beside busy neighbours waits at every wake-up but uses almost nothing, so q stays
-// near 0; a handler that mostly sleeps keeps nothing runnable, so q stays near 0; a process whose own requests
-// outrun its CPU uses all of it and queues them, so q grows with its backlog. Settled sheds just enough to
-// hold q at 1: a short queue, which keeps every CPU the process may use busy (so goodput is what those CPUs can
-// serve) while an admitted request waits about the wait signal's target.
+// While the latency is inside or above the band, what is shed is at least what the band says of the latency
+// alone (the snapshot rule of a Max(CPU, SchedLatency)): a queue sheds at once, for as long as it lasts.
 //
-// How: it controls the admitted share a (1 − the shed share) in logarithm, a proportional-integral step per
-// reading (the Engine's Interval):
+// A process that queues while it uses little of what it may (below half of it, now and over the last ~10
+// readings) is starved: its neighbours, or its group's share of the machine, leave it less CPU than it may use.
+// The Settled then remembers its recent utilisation as a ceiling (lowering it by half at most per reading, to the
+// lowest level it queued at) and holds the utilisation under Target × ceiling instead of Target, so that it
+// admits what the CPU it gets can serve rather than letting the share run down between queues. The ceiling grows
+// back by 0.5 % per reading and stops applying once it reaches 0.5 (so one queue on a quiet process, which halves
+// it, does not bind): a starvation that ends is forgotten within a few seconds.
 //
-//	ln a  ←  ln a − Integral·e − Proportional·(e − e_previous),   e = min(q/target, 1 + MaxExcess) − 1
+// Its load is that share (or the latency's floor, if higher) placed on the shedder's bands, so that the
+// probability (load − Lower)/(Upper − Lower) is what it sheds: a share of 0.4 reads Lower + 0.4 × (Upper −
+// Lower). A share above 1 sheds every ordinary request and moves on through [CriticalLower, CriticalUpper], up to
+// 2. A share of 0 reads the utilisation (or the latency, if higher) up to Lower, so that Status shows the
+// process's load while it sheds nothing and the sampler can rest.
 //
-// Why it is stable everywhere: the queue grows by the admitted excess over what the CPU serves, so between two
-// readings q moves by (a·offered/capacity − 1) × Interval/wait target, whatever the capacity, the cost of a
-// request or the overload factor. In the logarithm of a, that is a loop of constant gain, and the proportional
-// step (0.25 at the defaults) cancels most of an admitted excess in one reading without reversing it; the
-// integral step (a quarter of it) then takes the standing queue to its target. A 1.2× overload and a 10× one
-// settle alike, at a = 0.83 and a = 0.1. When the process needs no shedding, q stays under target and a stays
-// at 1: nothing is shed while the CPUs it may use sit idle.
-//
-// Its target (NewSettled's third argument) scales the queue held; a utilisation above the target's share of
-// the CPU (a target below 1) also counts as excess, so NewSettled(cpu, wait, 0.8) keeps 20 % of the CPU
-// spare. Below a = 1 % of ordinary requests it goes on into critical ones (the share above 1).
-//
-// Its load is that share placed on the shedder's bands, so that the probability (load − Lower)/(Upper − Lower)
-// is what it sheds: a share of 0.4 reads Lower + 0.4 × (Upper − Lower). A share of 0 reads the utilisation up to
-// Lower, so that Status shows the process's load while it sheds nothing and the sampler can rest. The Engine
-// gives a Settled its bands and does not smooth its load.
+// Why: a load that saturates at 1, read through a band as narrow as 0.90–0.95, makes a probability that jumps
+// between 0 and 1 from one reading to the next (a small change of the load is a large change of the
+// probability); the admitted stream then comes in bursts, which queue. A share that settles admits a steady
+// stream. The Engine gives a Settled its bands and does not smooth its load, which moves gradually already. Each
+// Load is one step: the gains are per reading, at the Engine's Interval.
 //
 // The zero value is not usable: create it with NewSettled.
 type Settled struct {
@@ -49,41 +53,38 @@ type Settled struct {
 	target        float64
 	names         []string
 
-	mu      sync.Mutex
-	policy  Policy
-	logA    float64 // the logarithm of the admitted share, in [ln settleMinAdmit, 0]
-	errPrev float64 // the previous reading's error
-	// queuePrev is the previous reading's queue (utilisation × wait over target); utilAvg the recent utilisation
-	queuePrev, utilAvg float64
-	primed             bool
-	last               []Reading
+	mu     sync.Mutex
+	policy Policy
+	share  float64
+	run    int // readings in a row with the utilisation above Target
+	// avg is the recent utilisation; ceiling the utilisation at which a starved process last queued, 1 when
+	// none applies.
+	avg, ceiling float64
+	queued       bool // the previous reading's latency was above 1
+	last         []Reading
 }
 
-// The constants of the controller.
+// The defaults of NewSettled.
 const (
-	// DefaultSettleTarget is the queue a Settled holds, in units of its wait signal's target; below 1 it is
-	// also the share of its CPU it lets the process use.
-	DefaultSettleTarget = 1.0
-	settleProportional  = 0.15 // of the error's change, per reading, in the logarithm of the admitted share
-	settleIntegral      = 0.03 // of the error, per reading
-	settleMaxExcess     = 3    // the integral step's error is capped at 3 (a queue four times the target)
-	settleMaxStep       = 1.4  // the most one reading moves the logarithm of the admitted share: a factor of 4
-	settleUtilExcess    = 10   // a utilisation 10 % above a target below 1 counts as a queue at twice the target
-	settleUtilWeight    = 0.5  // of each reading in the recent utilisation: a memory of about 2 readings
-	settleRelease       = 0.5  // of the spare CPU's room, admitted per reading while the queue is below its target
-	settleMaxGrowth     = 16   // utilisation readings below 1/16 count as 1/16
-	settleQuotaHeadroom = 0.97 // the share of a quota below GOMAXPROCS that the process is held under
-	settleMinAdmit      = 0.0001
-	settleCriticalAt    = 0.01 // below this share of ordinary requests admitted, critical ones are shed too
+	// DefaultSettleTarget is the utilisation a Settled holds the process at.
+	DefaultSettleTarget = 0.97
+	settleGain          = 0.1  // share per reading per unit of utilisation above or below Target
+	settleKick          = 0.5  // share per reading per unit of latency above 1
+	settlePersist       = 0.01 // the smallest error of a utilisation above Target, doubled every reading in a row
+	settleMaxDoublings  = 5
+	settleMaxShare      = 2     // every ordinary request shed and every critical one
+	settleAvgWeight     = 0.1   // of each reading in the recent utilisation
+	settleStarved       = 0.5   // a process that queues below this utilisation is starved
+	settleCeilingCut    = 0.5   // the most one queueing reading lowers the ceiling by
+	settleForget        = 1.005 // growth of the ceiling per reading: from 0.25 to 0.5 in about 140 readings
 )
 
 // settleDefaultPolicy is the band a Settled uses until an Engine gives it its own: the adapters' defaults.
 var settleDefaultPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1.0}
 
-// NewSettled returns a Settled over a utilisation signal and a wait signal (nil: the utilisation alone, held
-// under target). target is the queue it holds in units of the wait signal's target, in (0, 2]; 0 means
-// DefaultSettleTarget; below 1 it also holds the utilisation under target. It panics on a nil utilisation or a
-// target out of range.
+// NewSettled returns a Settled over a utilisation signal and a latency signal (nil: none). target is the
+// utilisation it holds the process at, in (0, 2]; 0 means DefaultSettleTarget. It panics on a nil utilisation
+// or a target out of range.
 func NewSettled(utilisation, latency Signal, target float64) *Settled {
 	if utilisation == nil {
 		panic("loadshed: NewSettled utilisation signal is nil")
@@ -94,18 +95,21 @@ func NewSettled(utilisation, latency Signal, target float64) *Settled {
 	if !(target > 0) || target > 2 {
 		panic(fmt.Sprintf("loadshed: NewSettled target must be in (0, 2], got %v", target))
 	}
-	s := &Settled{util: utilisation, latency: latency, target: target, policy: settleDefaultPolicy}
+	s := &Settled{util: utilisation, latency: latency, target: target, policy: settleDefaultPolicy, ceiling: 1}
 	s.names, s.last = newReadings(s.Signals())
 	return s
 }
 
-// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) and the
-// mean wait for a CPU (NewQueueWait(0)), holding the process's own queue at 5 ms of wait.
+// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) and, as its
+// latency, the higher of scheduling latency (NewSchedLatency(0)) and the run queue (NewRunQueue(0)). Utilisation
+// tells it when the process uses what it may; latency when its goroutines queue for a CPU they do not get: a
+// backlog inside a quota, neighbours taking the CPU, or too small a GOMAXPROCS. The run queue sees that queue as
+// soon as it forms, the scheduling latency once its goroutines have waited.
 func DefaultSignal(cpus float64) *Settled {
-	return NewSettled(NewCPU(cpus), NewQueueWait(0), 0)
+	return NewSettled(NewCPU(cpus), Max(NewSchedLatency(0), NewRunQueue(0)), 0)
 }
 
-// Target is the queue the Settled holds, in units of its wait signal's target.
+// Target is the utilisation the Settled holds the process at.
 func (s *Settled) Target() float64 { return s.target }
 
 // Share is the share of requests the Settled sheds now: in [0, 1] for ordinary requests, above 1 also critical
@@ -113,21 +117,10 @@ func (s *Settled) Target() float64 { return s.target }
 func (s *Settled) Share() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	return s.share()
+	return s.share
 }
 
-func (s *Settled) share() float64 {
-	a := math.Exp(s.logA)
-	if s.logA <= math.Log(settleMinAdmit) {
-		return 2
-	}
-	if a >= settleCriticalAt {
-		return 1 - a
-	}
-	return 2 - math.Log(a/settleMinAdmit)/math.Log(settleCriticalAt/settleMinAdmit)
-}
-
-// Signals returns the utilisation signal and, if any, the wait signal.
+// Signals returns the utilisation signal and, if any, the latency signal.
 func (s *Settled) Signals() []Signal {
 	if s.latency == nil {
 		return []Signal{s.util}
@@ -135,7 +128,8 @@ func (s *Settled) Signals() []Signal {
 	return []Signal{s.util, s.latency}
 }
 
-// Readings returns each signal's last load; a wait signal that combines others (a Max) is listed by its parts.
+// Readings returns each signal's last load; a latency signal that combines others (a Max) is listed by its
+// parts.
 func (s *Settled) Readings() []Reading {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -148,20 +142,17 @@ func (s *Settled) Readings() []Reading {
 
 // String describes the signal, for logs and Status.
 func (s *Settled) String() string {
-	if s.latency == nil {
-		return fmt.Sprintf("settled: %s held under %g", s.names[0], s.target)
-	}
-	return fmt.Sprintf("settled: the process's own queue (%s times %s) held at %g", s.names[0], s.names[1], s.target)
+	return fmt.Sprintf("settled at %g of %s", s.target, strings.Join(s.names, ", beside "))
 }
 
 // describe says in plain words what the Settled does, for the log line at start; String names it for Status.
 func (s *Settled) describe() string {
-	if len(s.names) < 2 {
-		return fmt.Sprintf("sheds the share of requests that keeps this process's CPU use under %s of what it may use (%s)",
-			strconv.FormatFloat(s.target*100, 'g', 4, 64)+"%", s.names[0])
+	out := fmt.Sprintf("sheds the share of requests that keeps this process's CPU use at %s of what it may use (%s)",
+		strconv.FormatFloat(s.target*100, 'g', 4, 64)+"%", s.names[0])
+	if len(s.names) > 1 {
+		out += fmt.Sprintf(", and more at once while its goroutines wait for a CPU (%s)", s.names[1])
 	}
-	return fmt.Sprintf("sheds just enough requests to keep this process's own queue for a CPU short: its CPU use (%s) "+
-		"times how long its goroutines wait for a CPU (%s), held at %g; nothing while its CPUs have room", s.names[0], s.names[1], s.target)
+	return out
 }
 
 // bind gives the Settled the Engine's bands.
@@ -171,85 +162,83 @@ func (s *Settled) bind(p Policy) {
 	s.policy = p
 }
 
-// Load reads both signals, takes one step of the controller and returns the share as a load on the bands. It
-// fails only when every signal does; a failed signal is left out of that step.
+// Load reads both signals, moves the share and returns it as a load on the bands. It fails only when every
+// signal does; a failed signal is left out of that step.
 func (s *Settled) Load() (float64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	util, utilErr := readInto(&s.last[0], s.util)
-	wait, waitOK := 0.0, false
+	lat, latOK := 0.0, false
 	if s.latency != nil {
-		var waitErr error
-		wait, waitErr = readInto(&s.last[1], s.latency)
-		if waitOK = waitErr == nil; !waitOK && utilErr != nil {
-			return 0, errors.Join(utilErr, waitErr)
+		var latErr error
+		lat, latErr = readInto(&s.last[1], s.latency)
+		if latOK = latErr == nil; !latOK && utilErr != nil {
+			return 0, errors.Join(utilErr, latErr)
 		}
 	}
-	if utilErr != nil && !waitOK {
+	if utilErr != nil && !latOK {
 		return 0, utilErr
 	}
-	reading := util
+	queueing := latOK && lat > 1
+	reading, step := 0.0, 0.0
 	if utilErr == nil {
-		// The utilisation over the last few readings: one reading of a quota's usage flips between 0 (throttled
-		// for the whole reading) and well above 1 (the catch-up after it).
-		if !s.primed {
-			s.utilAvg = util
+		s.learnCeiling(util, queueing)
+		step, reading = settleGain*s.utilError(util), util
+	} else { // without a utilisation, the latency stands in for it
+		step = settleGain * s.utilError(lat)
+	}
+	if step > 0 || !queueing { // while goroutines queue, the share does not come down
+		s.share += step
+	}
+	if latOK {
+		if queueing && s.share < 1 && s.kicks(util, utilErr == nil) {
+			s.share = min(s.share+settleKick*(lat-1), 1)
 		}
-		s.utilAvg += settleUtilWeight * (util - s.utilAvg)
-		util = s.utilAvg
+		reading = max(reading, lat)
 	}
-	e := s.excess(util, utilErr == nil, wait, waitOK)
-	if !s.primed { // the first reading has no previous error: no proportional step yet
-		s.errPrev, s.primed = e, true
+	s.queued = queueing
+	s.share = min(max(s.share, 0), settleMaxShare)
+	shed := s.share
+	if latOK { // a queue sheds at once at least what the latency alone, read through the band, would
+		shed = max(shed, Probability(lat, s.policy.Lower, s.policy.Upper))
 	}
-	step := settleProportional*(e-s.errPrev) + settleIntegral*min(e, settleMaxExcess)
-	if e < 0 && utilErr == nil && util < 1 {
-		// Below its target queue with CPU to spare, the process can take 1/util times what it admits: half of
-		// that gap is admitted at once, so a shedder that overshot (or an overload that ended) gives the CPU back
-		// within a few readings instead of creeping up.
-		step = min(step, settleRelease*(-e)*math.Log(max(util, 1/settleMaxGrowth)))
-	}
-	s.logA -= min(max(step, -settleMaxStep), settleMaxStep)
-	s.logA = min(max(s.logA, math.Log(settleMinAdmit)), 0)
-	s.errPrev = e
-	if utilErr != nil {
-		reading = wait
-	}
-	return s.loadOf(s.share(), reading), nil
+	return s.loadOf(shed, reading), nil
 }
 
-// excess is the controller's error: the process's own queue (utilisation × wait) over target, less 1, capped
-// at settleMaxExcess and at least -1; a utilisation above a target below 1 counts too.
-func (s *Settled) excess(util float64, haveUtil bool, wait float64, haveWait bool) float64 {
-	var q float64
-	switch {
-	case haveUtil && haveWait:
-		q = util * wait / s.target
-	case haveWait: // without a utilisation, the wait alone
-		q = wait / s.target
-	}
-	// The queue that stands: the lower of this reading's and the last one's. A stall that one reading sees and
-	// the next does not (a quota's throttling at a burst, a garbage-collection pause, a neighbour's time slice) is
-	// not a queue the process's own arrivals keep up; shedding on it sheds what the CPU could serve.
-	q, s.queuePrev = min(q, s.queuePrev), q
-	e := q - 1
-	if haveUtil && (s.target < 1 || !haveWait) {
-		e = max(e, settleUtilExcess*(util/min(s.target, 1)-1))
-	}
-	if haveUtil && haveWait && s.quotaBelowProcs() {
-		// A quota smaller than GOMAXPROCS lets the process's threads use it up before the kernel's period
-		// ends; the group is then throttled, and every request in flight stalls for the rest of the period,
-		// a wait no goroutine queue shows. Where a quota binds so, the utilisation is held under
-		// settleQuotaHeadroom of it as well.
-		e = max(e, settleUtilExcess*(util/settleQuotaHeadroom-1))
-	}
-	return max(e, -1)
+// kicks reports whether a queue read now moves the share: one that follows another, or one on a process that
+// uses less than half of its CPU (settleStarved), now or over its recent readings: starved, or at the onset of an
+// overload. A lone queue on a process that has been using at least half of what it may is the wake-up after a
+// stall it could not shorten (a quota's throttling, a neighbour's slice): the floor sheds that reading's
+// arrivals, and the share, which the utilisation has settled, stays where it is.
+func (s *Settled) kicks(util float64, haveUtil bool) bool {
+	return s.queued || !haveUtil || util < settleStarved || s.avg < settleStarved
 }
 
-// quotaBelowProcs reports whether the utilisation signal's CPU capacity is a limit below GOMAXPROCS.
-func (s *Settled) quotaBelowProcs() bool {
-	c, ok := s.util.(interface{ Capacity() float64 })
-	return ok && c.Capacity() < float64(runtime.GOMAXPROCS(0))
+// learnCeiling keeps the utilisation at which a starved process queues: a process that queues while it uses
+// less than settleStarved of what it may gets no more than that now, whatever it may use, so it holds its
+// utilisation under the lowest such level, and forgets it gradually.
+func (s *Settled) learnCeiling(util float64, queueing bool) {
+	s.avg += settleAvgWeight * (util - s.avg)
+	s.ceiling = min(s.ceiling*settleForget, 1)
+	if queueing && util < settleStarved && s.avg < settleStarved {
+		// By half at most: a lone burst on a quiet process does not make a ceiling that binds (below 0.5).
+		s.ceiling = min(s.ceiling, max(s.avg, s.ceiling*settleCeilingCut))
+	}
+}
+
+// utilError is the step's error: the utilisation less Target, raised while it stays above Target.
+func (s *Settled) utilError(util float64) float64 {
+	target := s.target
+	if s.ceiling < settleStarved {
+		target *= s.ceiling
+	}
+	e := util - target
+	if !(e > 0) {
+		s.run = 0
+		return e
+	}
+	s.run++
+	return max(e, settlePersist*math.Exp2(float64(min(s.run-1, settleMaxDoublings))))
 }
 
 // loadOf places a share on the bands: the reading up to Lower at 0, then [Lower, Upper] for ordinary requests,

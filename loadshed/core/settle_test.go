@@ -2,269 +2,197 @@ package core
 
 import (
 	"errors"
+	"fmt"
 	"math"
 	"strings"
 	"testing"
 	"time"
 )
 
+// step is one reading of a Settled's two signals and what the Settled must make of it.
+type step struct {
+	util, lat float64
+	utilErr   error
+	latErr    error
+	wantShare float64
+	wantLoad  float64
+	wantErr   bool
+}
+
+// runSteps feeds steps to a Settled over two named signals, bound to the adapters' default bands.
+func runSteps(t *testing.T, steps []step) {
+	t.Helper()
+	u, l := &named{name: "cpu"}, &named{name: "lat"}
+	s := NewSettled(u, l, 0)
+	bindSettled(s, testPolicy)
+	for i, st := range steps {
+		u.load, u.err, l.load, l.err = st.util, st.utilErr, st.lat, st.latErr
+		got, err := s.Load()
+		if (err != nil) != st.wantErr {
+			t.Fatalf("step %d: Load error %v, want error %v", i, err, st.wantErr)
+		}
+		if st.wantErr {
+			continue
+		}
+		if math.Abs(s.Share()-st.wantShare) > 1e-9 || math.Abs(got-st.wantLoad) > 1e-9 {
+			t.Fatalf("step %d (util %v, lat %v): share %v load %v; want share %v load %v",
+				i, st.util, st.lat, s.Share(), got, st.wantShare, st.wantLoad)
+		}
+	}
+}
+
 var testPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1.0}
 
 // band is the load of an ordinary share on the default bands.
 func band(share float64) float64 { return 0.90 + share*0.05 }
 
-// queuePlant is a process fed offered times its capacity, in the units the controller works in: per reading it
-// can serve one reading's worth of work; what it admits beyond that waits in a queue. Its utilisation is what it
-// served, and its wait, as the wait signal reads it, is the queue's drain time over the wait target (a quarter
-// of a reading, as 5 ms is of 20 ms), read over QueueWait's window (a reading being the default 20 ms).
-type queuePlant struct {
-	offered, queue, wait float64
+func TestSettledMovesTheShareByTheUtilisation(t *testing.T) {
+	g, T := settleGain, DefaultSettleTarget
+	runSteps(t, []step{
+		// Below Target nothing is shed and the load is the reading itself, up to Lower.
+		{util: 0.5, wantShare: 0, wantLoad: 0.5},
+		{util: 0.93, wantShare: 0, wantLoad: 0.90},
+		// Above Target the share grows by Gain × the excess...
+		{util: T + 0.2, wantShare: g * 0.2, wantLoad: band(g * 0.2)},
+		// ...and shrinks by Gain × the shortfall, never below 0.
+		{util: T - 0.1, wantShare: g*0.2 - g*0.1, wantLoad: band(g*0.2 - g*0.1)},
+		{util: 0.2, wantShare: 0, wantLoad: 0.2},
+	})
 }
 
-func (p *queuePlant) step(share float64) (util, wait float64) {
-	admitted := p.offered * (1 - min(share, 1))
-	util = min(p.queue+admitted, 1)
-	p.queue += admitted - util
-	keep := math.Exp(-float64(20*time.Millisecond) / float64(queueWaitMemory))
-	p.wait = keep*p.wait + (1-keep)*p.queue*4
-	return util, p.wait
-}
-
-// drive runs a Settled over a plant for n readings and returns the shares and utilisations it went through.
-func drive(t *testing.T, s *Settled, u, l *named, p *queuePlant, n int) (shares, utils []float64) {
-	t.Helper()
-	for range n {
-		u.load, l.load = p.step(s.Share())
-		if _, err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
-		shares, utils = append(shares, s.Share()), append(utils, u.load)
+func TestSettledGrowsFasterWhileTheUtilisationStaysAbove(t *testing.T) {
+	// 0.97 is only 0.01 above Target: without the doubling a process burning its CPU would take 20 s to shed
+	// everything. Each reading in a row doubles the smallest error, from settlePersist up to 32 times.
+	var steps []step
+	share := 0.0
+	for k := range 8 {
+		share += settleGain * max(0.01, settlePersist*math.Exp2(float64(min(k, settleMaxDoublings))))
+		steps = append(steps, step{util: DefaultSettleTarget + 0.01, wantShare: share, wantLoad: band(share)})
 	}
-	return shares, utils
+	// One reading below Target starts the count again.
+	share -= settleGain * 0.06
+	steps = append(steps, step{util: DefaultSettleTarget - 0.06, wantShare: share, wantLoad: band(share)})
+	share += settleGain * 0.01
+	steps = append(steps, step{util: DefaultSettleTarget + 0.01, wantShare: share, wantLoad: band(share)})
+	runSteps(t, steps)
 }
 
-func newPlantSettled(t *testing.T) (*Settled, *named, *named) {
-	t.Helper()
-	u, l := &named{name: "cpu"}, &named{name: "wait"}
+func TestSettledJumpsOnAQueue(t *testing.T) {
+	k, g, T := settleKick, settleGain, DefaultSettleTarget
+	runSteps(t, []step{
+		{util: 0.5, lat: 0.8, wantShare: 0, wantLoad: 0.8},
+		// A latency inside the band sheds at once what the band says of it, as the snapshot rule would, without
+		// moving the share: 0.92 is 0.4 of the way from 0.90 to 0.95.
+		{util: 0.5, lat: 0.92, wantShare: 0, wantLoad: band(0.4)},
+		// At 1, the target, every ordinary request is shed for as long as it lasts; the share is not raised yet.
+		{util: 0.5, lat: 1.0, wantShare: 0, wantLoad: 0.95},
+		// Above it the share jumps by Kick × the excess, and it does not come down while goroutines queue, even
+		// with the CPU below Target...
+		{util: T, lat: 1.2, wantShare: k * 0.2, wantLoad: 0.95},
+		{util: 0.7, lat: 1.5, wantShare: k*0.2 + k*0.5, wantLoad: 0.95},
+		{util: T, lat: 2, wantShare: k * 1.7, wantLoad: 0.95},
+		// ...but a queue alone never sheds critical requests.
+		{util: T, lat: 2, wantShare: 1, wantLoad: 0.95},
+		{util: T, lat: 2, wantShare: 1, wantLoad: 0.95},
+		// Once the queue is gone the share comes down with the CPU, and what is shed is the share again.
+		{util: T - 0.5, lat: 0, wantShare: 1 - g*0.5, wantLoad: band(1 - g*0.5)},
+	})
+}
+
+func TestSettledLetsALoneQueueOnABusyProcessPass(t *testing.T) {
+	k, g, T := settleKick, settleGain, DefaultSettleTarget
+	// Settle a busy process: ~30 readings at Target bring its recent utilisation above settleStarved, and a
+	// share of 0.6 stands for what the utilisation settled on.
+	u, l := &named{name: "cpu"}, &named{name: "lat"}
 	s := NewSettled(u, l, 0)
 	bindSettled(s, testPolicy)
-	return s, u, l
-}
-
-func TestSettledHoldsTheQueueAtEveryOverload(t *testing.T) {
-	for _, offered := range []float64{1.2, 2, 4, 10} {
-		s, u, l := newPlantSettled(t)
-		p := &queuePlant{offered: offered}
-		shares, utils := drive(t, s, u, l, p, 300)
-		want := 1 - 1/offered // the share that admits what the CPU serves
-		for i := 100; i < len(shares); i++ {
-			if math.Abs(shares[i]-want) > 0.03 {
-				t.Fatalf("offered %v: reading %d share %.4f, want within 0.03 of %.4f (shares %.3f)", offered, i, shares[i], want, shares[90:110])
-			}
-			if utils[i] < 0.97 {
-				t.Fatalf("offered %v: reading %d utilisation %.3f: the CPU idles while it sheds", offered, i, utils[i])
-			}
-		}
-		if p.queue > 0.5 {
-			t.Fatalf("offered %v: a queue of %.2f readings of work after settling, want about a quarter", offered, p.queue)
-		}
-		// When the overload ends, nothing is shed within 20 readings (0.4 s at the default Interval).
-		p.offered = 0.8
-		shares, _ = drive(t, s, u, l, p, 20)
-		if shares[len(shares)-1] != 0 {
-			t.Fatalf("offered %v: share %v 20 readings after the overload ended (%.3f)", offered, shares[len(shares)-1], shares)
-		}
-	}
-}
-
-func TestSettledShedsNothingBelowCapacity(t *testing.T) {
-	for _, offered := range []float64{0, 0.25, 0.8, 0.95} {
-		s, u, l := newPlantSettled(t)
-		shares, _ := drive(t, s, u, l, &queuePlant{offered: offered}, 200)
-		for i, sh := range shares {
-			if sh != 0 {
-				t.Fatalf("offered %v: reading %d shed %v", offered, i, sh)
-			}
-		}
-	}
-}
-
-func TestSettledStepsOntoAnOverloadQuickly(t *testing.T) {
-	// From a quarter of the capacity to three times it: the first reading that sees the queue sheds, and the
-	// queue never grows past a few readings of work.
-	s, u, l := newPlantSettled(t)
-	p := &queuePlant{offered: 0.25}
-	drive(t, s, u, l, p, 50)
-	p.offered = 3
-	shares, _ := drive(t, s, u, l, p, 100)
-	if shares[0] == 0 && shares[1] == 0 {
-		t.Fatalf("no shedding in the two readings after the step: %.3f", shares[:5])
-	}
-	peak := 0.0
-	for range 100 {
-		u.load, l.load = p.step(s.Share())
+	u.load = T
+	for range 30 {
 		if _, err := s.Load(); err != nil {
 			t.Fatal(err)
 		}
-		peak = max(peak, p.queue)
 	}
-	if want := 1 - 1.0/3; math.Abs(s.Share()-want) > 0.03 || peak > 1 {
-		t.Fatalf("after the step: share %.3f (want %.3f), queue peak %.2f readings of work", s.Share(), want, peak)
+	s.share = 0.6
+	read := func(util, lat float64) (share, load float64) {
+		t.Helper()
+		u.load, l.load = util, lat
+		got, err := s.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return s.Share(), got
+	}
+	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
+	// A lone queue sheds every ordinary request of that reading (the floor) and leaves the share, at any
+	// utilisation from half of the CPU up; above Target only the utilisation's own step moves it.
+	for _, util := range []float64{settleStarved, 0.8, T, 1.3} {
+		want := 0.6 + g*max(util-T, 0)
+		if share, load := read(util, 2); !near(share, want) || !near(load, 0.95) {
+			t.Fatalf("lone queue at utilisation %v: share %v load %v, want share %v load 0.95", util, share, load, want)
+		}
+		s.share = 0.6
+		if share, _ := read(T, 0); !near(share, 0.6) {
+			t.Fatalf("after the lone queue at %v: share %v, want 0.6", util, share)
+		}
+	}
+	// A queue that lasts into the next reading jumps the share.
+	read(T, 1.4)
+	if share, _ := read(T, 1.4); !near(share, 0.6+k*0.4) {
+		t.Fatalf("second queue in a row: share %v, want %v", share, 0.6+k*0.4)
+	}
+	read(T-0.5, 0) // the queue is gone: the share comes down with the CPU
+	if share := s.Share(); !near(share, 0.6+k*0.4-g*0.5) {
+		t.Fatalf("after the queue: share %v, want %v", share, 0.6+k*0.4-g*0.5)
+	}
+	// A lone queue on a process that uses less than half of its CPU now jumps it at once: starved, it gets the
+	// CPU in slices, and each slice's queue may be the only one it sees.
+	s.share = 0.2
+	if share, _ := read(settleStarved-0.1, 1.5); !near(share, 0.2+k*0.5) {
+		t.Fatalf("lone queue below half of the CPU: share %v, want %v", share, 0.2+k*0.5)
 	}
 }
 
 func TestSettledReachesTheCriticalBand(t *testing.T) {
-	// A queue that keeps growing however much is shed (a process starved of all CPU) sheds every ordinary
-	// request, then critical ones.
-	s, u, l := newPlantSettled(t)
-	u.load = 1
-	var last float64
-	for i := range 200 {
-		l.load = float64(10 + i*10)
-		load, err := s.Load()
-		if err != nil {
-			t.Fatal(err)
+	// A utilisation that stays far above Target with every ordinary request shed moves on to critical ones.
+	var steps []step
+	share := 0.0
+	for share < settleMaxShare {
+		share = min(share+settleGain*(2-DefaultSettleTarget), settleMaxShare)
+		want := band(share)
+		if share > 1 {
+			want = 0.98 + (share-1)*0.02
 		}
-		last = load
+		steps = append(steps, step{util: 2, wantShare: share, wantLoad: want})
 	}
-	if s.Share() != 2 || last != testPolicy.CriticalUpper {
-		t.Fatalf("share %v, load %v; want every request shed (share 2, load %v)", s.Share(), last, testPolicy.CriticalUpper)
-	}
-	// Between: a share above 1 is placed on the critical band.
-	s.logA = math.Log(math.Sqrt(settleMinAdmit * settleCriticalAt))
-	if got := s.loadOf(s.share(), 1); math.Abs(s.share()-1.5) > 1e-9 || math.Abs(got-0.99) > 1e-9 {
-		t.Fatalf("halfway into the critical range: share %v, load %v; want 1.5 and 0.99", s.share(), got)
-	}
-}
-
-func TestSettledLoadOnTheBands(t *testing.T) {
-	s, u, l := newPlantSettled(t)
-	// Nothing shed: the load is the utilisation, up to Lower.
-	for _, util := range []float64{0, 0.5, 0.95} {
-		u.load, l.load = util, 0
-		load, err := s.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		if want := min(util, testPolicy.Lower); load != want || s.Share() != 0 {
-			t.Fatalf("util %v: load %v share %v, want %v and 0", util, load, s.Share(), want)
-		}
-	}
-	// A share sheds through the band: its load is Lower + share × (Upper − Lower).
-	s.logA = math.Log(0.6)
-	if got := s.loadOf(s.share(), 0.5); math.Abs(got-band(0.4)) > 1e-9 {
-		t.Fatalf("share 0.4: load %v, want %v", got, band(0.4))
-	}
-}
-
-func TestSettledIgnoresWaitsItDoesNotCause(t *testing.T) {
-	// An idle process beside busy neighbours: its goroutines wait long at each wake-up, but it uses almost no
-	// CPU, so its own queue is nothing; a process that sleeps in its handlers has nothing runnable.
-	s, u, l := newPlantSettled(t)
-	for range 100 {
-		u.load, l.load = 0.02, 20 // 100 ms mean waits over a 5 ms target, at 2 % of its CPU
-		if _, err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
-		if s.Share() != 0 {
-			t.Fatalf("an idle process beside busy neighbours sheds %v", s.Share())
-		}
-	}
-	// The same waits with the process using half of its CPU are its own queue: it sheds once it stands for
-	// two readings.
-	u.load = 0.5
-	for range 2 {
-		if _, err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.Share() == 0 {
-		t.Fatalf("a loaded process starved of CPU sheds nothing (share %v)", s.Share())
-	}
-}
-
-func TestSettledLetsAOneReadingStallPass(t *testing.T) {
-	// A stall that one reading sees (a quota's throttling, a GC pause) and the next does not sheds nothing;
-	// the same queue for two readings in a row does.
-	s, u, l := newPlantSettled(t)
-	u.load = 0.8
-	for i, wait := range []float64{0.2, 20, 0.3, 0.2, 15, 0.1} {
-		l.load = wait
-		if _, err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
-		if s.Share() != 0 {
-			t.Fatalf("reading %d (wait %v): a lone stall shed %v", i, wait, s.Share())
-		}
-	}
-	for range 2 {
-		l.load = 15
-		if _, err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.Share() == 0 {
-		t.Fatal("a queue standing two readings shed nothing")
-	}
-}
-
-func TestSettledWithATargetBelowOneHoldsTheCPUUnderIt(t *testing.T) {
-	u, l := &named{name: "cpu"}, &named{name: "wait"}
-	s := NewSettled(u, l, 0.8)
-	bindSettled(s, testPolicy)
-	// No queue at all, but the utilisation is above 0.8: it sheds.
-	u.load, l.load = 0.95, 0
-	for range 3 {
-		if _, err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.Share() <= 0 {
-		t.Fatalf("utilisation 0.95 over a target of 0.8: share %v, want > 0", s.Share())
-	}
-	// Without a wait signal the utilisation alone is held, at 1 by default.
-	one := NewSettled(&named{name: "cpu", load: 0.99}, nil, 0)
-	if _, err := one.Load(); err != nil || one.Share() != 0 {
-		t.Fatalf("utilisation 0.99, no wait signal: share %v (%v), want 0", one.Share(), err)
-	}
-	one.util.(*named).load = 1.5
-	if _, err := one.Load(); err != nil || one.Share() == 0 {
-		t.Fatalf("utilisation 1.5, no wait signal: share %v (%v), want > 0", one.Share(), err)
+	steps = append(steps, step{util: 2, wantShare: settleMaxShare, wantLoad: 1.0})
+	runSteps(t, steps)
+	if len(steps) > 25 {
+		t.Fatalf("%d readings to shed everything at twice the CPU", len(steps))
 	}
 }
 
 func TestSettledLeavesAFailedSignalOut(t *testing.T) {
 	gone := errors.New("gone")
-	s, u, l := newPlantSettled(t)
-	// Without the utilisation, the wait alone is the queue.
-	u.err, l.load = gone, 3
-	_, _ = s.Load()
-	if _, err := s.Load(); err != nil || s.Share() == 0 {
-		t.Fatalf("wait 3 without a utilisation: share %v (%v), want > 0", s.Share(), err)
-	}
-	// Without the wait, the utilisation alone, held under 1.
-	u.err, u.load, l.err = nil, 0.5, gone
-	if _, err := s.Load(); err != nil {
-		t.Fatal(err)
-	}
-	u.err = gone
+	first := settleGain*(1.96-DefaultSettleTarget) + settleKick*0.96
+	second := first + settleGain*(0.46-DefaultSettleTarget)
+	runSteps(t, []step{
+		// Without the utilisation, the latency stands in for it.
+		{utilErr: gone, lat: 1.96, wantShare: first, wantLoad: 0.95}, // the latency above the band sheds every ordinary request
+		// Without the latency, the utilisation alone moves the share.
+		{util: 0.46, latErr: gone, wantShare: second, wantLoad: band(second)},
+		{utilErr: gone, latErr: gone, wantErr: true},
+		{util: math.NaN(), latErr: gone, wantErr: true},
+	})
+	s := NewSettled(&named{name: "cpu", err: gone}, nil, 0)
 	if _, err := s.Load(); !errors.Is(err, gone) {
-		t.Fatalf("both signals failed: %v, want their errors", err)
-	}
-	u.err, u.load = nil, math.NaN()
-	if _, err := s.Load(); err == nil {
-		t.Fatal("a NaN utilisation with no wait must fail the reading")
-	}
-	lone := NewSettled(&named{name: "cpu", err: gone}, nil, 0)
-	if _, err := lone.Load(); !errors.Is(err, gone) {
-		t.Fatalf("Load without a wait signal = %v, want the utilisation's error", err)
+		t.Fatalf("Load without a latency signal = %v, want the utilisation's error", err)
 	}
 }
 
 func TestSettledReadingsAndName(t *testing.T) {
-	u, l := &named{name: "cpu", load: 0.4}, &named{name: "wait", load: 0.1}
+	u, l := &named{name: "cpu", load: 0.4}, &named{name: "lat", load: 0.1}
 	s := NewSettled(u, l, 0.8)
-	if got := s.String(); got != "settled: the process's own queue (cpu times wait) held at 0.8" {
+	if got := s.String(); got != "settled at 0.8 of cpu, beside lat" {
 		t.Fatalf("String = %q", got)
 	}
 	if _, err := s.Load(); err != nil {
@@ -275,11 +203,11 @@ func TestSettledReadingsAndName(t *testing.T) {
 		t.Fatal(err)
 	}
 	r := s.Readings()
-	if len(r) != 2 || r[0] != (Reading{Signal: "cpu", Load: 0.4}) || r[1] != (Reading{Signal: "wait", Load: 0.1, Error: "late"}) {
+	if len(r) != 2 || r[0] != (Reading{Signal: "cpu", Load: 0.4}) || r[1] != (Reading{Signal: "lat", Load: 0.1, Error: "late"}) {
 		t.Fatalf("Readings = %+v", r)
 	}
-	if one := NewSettled(u, nil, 0); len(one.Signals()) != 1 || one.String() != "settled: cpu held under 1" {
-		t.Fatalf("without a wait signal: %v, %d signals", one, len(one.Signals()))
+	if one := NewSettled(u, nil, 0); len(one.Signals()) != 1 || one.String() != "settled at 0.97 of cpu" {
+		t.Fatalf("without latency: %v, %d signals", one, len(one.Signals()))
 	}
 }
 
@@ -302,9 +230,68 @@ func TestNewSettledRejectsBadArguments(t *testing.T) {
 	}
 }
 
+// plant is a process fed offered times its capacity: what it admits and what it has left over from before use
+// util = backlog + admitted (capped at maxUtil, its CPU), and beyond its capacity a backlog builds, read as a
+// latency of backlog/target.
+type plant struct {
+	offered, maxUtil, backlog float64
+}
+
+func (p *plant) step(share float64) (util, lat float64) {
+	admitted := p.offered * (1 - min(share, 1))
+	util = min(p.backlog+admitted, p.maxUtil)
+	p.backlog = max(p.backlog+admitted-1, 0)
+	return util, min(p.backlog/0.2, schedMaxLoad)
+}
+
+func TestSettledSettlesOnTheShareThatFits(t *testing.T) {
+	for _, offered := range []float64{1.25, 2, 4, 10} {
+		u, l := &named{name: "cpu"}, &named{name: "lat"}
+		s := NewSettled(u, l, 0)
+		bindSettled(s, testPolicy)
+		p := &plant{offered: offered, maxUtil: 1.6}
+		var shares []float64
+		for range 400 {
+			u.load, l.load = p.step(s.Share())
+			if _, err := s.Load(); err != nil {
+				t.Fatal(err)
+			}
+			shares = append(shares, s.Share())
+		}
+		want := 1 - DefaultSettleTarget/offered // the share that holds the process at Target
+		for i, got := range shares[200:] {
+			if math.Abs(got-want) > 0.02 {
+				t.Fatalf("offered %v: reading %d share %.4f, want within 0.02 of %.4f", offered, 200+i, got, want)
+			}
+		}
+		if p.backlog > 0.5 {
+			t.Fatalf("offered %v: backlog %v left after settling", offered, p.backlog)
+		}
+		// When the overload ends (0.8 of capacity offered), the share comes down within 40 readings, and the load is
+		// the reading again.
+		p.offered = 0.8
+		for i := range 40 {
+			u.load, l.load = p.step(s.Share())
+			load, err := s.Load()
+			if err != nil {
+				t.Fatal(err)
+			}
+			if s.Share() == 0 {
+				if load >= testPolicy.Lower {
+					t.Fatalf("offered %v: share 0 but load %v, want the reading below Lower", offered, load)
+				}
+				break
+			}
+			if i == 39 {
+				t.Fatalf("offered %v: share %v after 40 readings at 0.8 of capacity, want 0", offered, s.Share())
+			}
+		}
+	}
+}
+
 func TestEngineBindsAndDoesNotSmoothASettled(t *testing.T) {
-	u, l := &named{name: "cpu", load: 1}, &named{name: "wait", load: 3}
-	s := NewSettled(u, l, 0)
+	u := &named{name: "cpu", load: DefaultSettleTarget + 0.5}
+	s := NewSettled(u, nil, 0)
 	e, _ := newTestEngine(t, Config{Signal: s, Interval: time.Hour, Smoothing: 0.2, Lower: 0.5, Upper: 0.7,
 		CriticalLower: 0.8, CriticalUpper: 0.9})
 	for range 3 {
@@ -318,7 +305,7 @@ func TestEngineBindsAndDoesNotSmoothASettled(t *testing.T) {
 	if math.Abs(st.Probability-share) > 1e-9 {
 		t.Fatalf("Probability %v, want the share %v", st.Probability, share)
 	}
-	if !strings.HasPrefix(st.Signal, "settled: the process's own queue (cpu times wait)") || len(st.Readings) != 2 {
+	if !strings.HasPrefix(st.Signal, "settled at 0.97 of cpu") || len(st.Readings) != 1 || st.Readings[0].Load != u.load {
 		t.Fatalf("Status = %+v", st)
 	}
 	// Within a Combined it is bound too, and the Combined is smoothed as any signal.
@@ -331,7 +318,7 @@ func TestEngineBindsAndDoesNotSmoothASettled(t *testing.T) {
 	}
 }
 
-func TestDefaultSignalHoldsTheOwnQueue(t *testing.T) {
+func TestDefaultSignalSettlesCPUBesideLatencyAndRunQueue(t *testing.T) {
 	d := DefaultSignal(0)
 	sigs := d.Signals()
 	if len(sigs) != 2 || d.Target() != DefaultSettleTarget {
@@ -340,22 +327,134 @@ func TestDefaultSignalHoldsTheOwnQueue(t *testing.T) {
 	if _, ok := sigs[0].(*CPU); !ok {
 		t.Fatalf("first signal %T, want *CPU", sigs[0])
 	}
-	if w, ok := sigs[1].(*QueueWait); !ok || w.Target() != DefaultQueueWaitTarget {
-		t.Fatalf("second signal %v, want the mean wait over %v", sigs[1], DefaultQueueWaitTarget)
+	lat, ok := sigs[1].(*Combined)
+	if !ok || len(lat.Signals()) != 2 {
+		t.Fatalf("second signal %v, want the highest of scheduling latency and the run queue", sigs[1])
+	}
+	if s, ok := lat.Signals()[0].(*SchedLatency); !ok || s.Target() != DefaultSchedTarget {
+		t.Fatalf("latency's first signal %v, want scheduling latency over %v", lat.Signals()[0], DefaultSchedTarget)
+	}
+	if q, ok := lat.Signals()[1].(*RunQueue); !ok || q.Target() != DefaultRunQueueTarget {
+		t.Fatalf("latency's second signal %v, want the run queue over %v", lat.Signals()[1], DefaultRunQueueTarget)
 	}
 	if _, err := d.Load(); err != nil {
 		t.Fatal(err)
 	}
 	r := d.Readings()
-	if len(r) != 2 || r[0].Reason == "" || r[1].Signal != "mean wait for a CPU over 5ms" {
-		t.Fatalf("Readings = %+v; want the CPU (saying what it reads) and the mean wait", r)
+	if len(r) != 3 || r[0].Reason == "" || r[1].Signal != lat.Signals()[0].(fmt.Stringer).String() ||
+		r[2].Signal != "runnable goroutines per P over 2" {
+		t.Fatalf("Readings = %+v; want the CPU (saying what it reads), the scheduling latency and the run queue", r)
 	}
 	// With nothing configured, the Engine uses it and says so in Status.
 	e := NewEngine(Config{DisableMetrics: true}.WithDefaults(testDefaults))
 	defer e.Close()
 	st := e.Status()
-	if !strings.HasPrefix(st.Signal, "settled: the process's own queue (CPU of ") ||
-		!strings.Contains(st.Signal, "mean wait for a CPU over 5ms") || len(st.Readings) != 2 {
-		t.Fatalf("Status = %+v; want the default settled signal with two readings", st)
+	if !strings.HasPrefix(st.Signal, "settled at 0.97 of CPU of ") || !strings.Contains(st.Signal, "scheduler latency") ||
+		!strings.Contains(st.Signal, "runnable goroutines") || len(st.Readings) != 3 {
+		t.Fatalf("Status = %+v; want the default settled signal with three readings", st)
+	}
+}
+
+// starvedSettled returns a Settled whose recent utilisation has settled at util with no queue.
+func starvedSettled(t *testing.T, util float64) (*Settled, *named, *named) {
+	t.Helper()
+	u, l := &named{name: "cpu", load: util}, &named{name: "lat"}
+	s := NewSettled(u, l, 0)
+	bindSettled(s, testPolicy)
+	for range 100 {
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return s, u, l
+}
+
+func TestSettledLearnsTheCeilingOfAStarvedProcess(t *testing.T) {
+	// A process using 0.2 of its CPUs queues: it is starved. Each queueing reading lowers the ceiling by half at
+	// most, down to the recent utilisation.
+	s, u, l := starvedSettled(t, 0.2)
+	if s.ceiling != 1 {
+		t.Fatalf("ceiling %v before any queue, want 1", s.ceiling)
+	}
+	l.load = 2
+	for i, want := range []float64{0.5, 0.25, 0.2} {
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(s.ceiling-want) > 0.01 {
+			t.Fatalf("queueing reading %d: ceiling %v, want %v", i, s.ceiling, want)
+		}
+	}
+	// With the queue gone the share holds the utilisation near 0.97 × 0.2 rather than running down: at 0.25 it
+	// still grows, where without a ceiling it would fall by 0.1 × (0.97 − 0.25) a reading.
+	l.load, u.load = 0, 0.25
+	before := s.Share()
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Share() <= before {
+		t.Fatalf("starved at a ceiling of 0.2, utilisation 0.25: share went from %v to %v, want it to grow", before, s.Share())
+	}
+	// Well under the ceiling it comes down.
+	u.load = 0.05
+	before = s.Share()
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if s.Share() >= before {
+		t.Fatalf("utilisation 0.05 under a ceiling of about 0.2: share went from %v to %v, want it to fall", before, s.Share())
+	}
+	// The ceiling is forgotten: 0.5 % a reading, and it stops binding at 0.5.
+	for range 400 {
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if s.ceiling != 1 {
+		t.Fatalf("ceiling %v after 400 readings without a queue, want 1", s.ceiling)
+	}
+}
+
+func TestSettledCeilingNeedsStarvation(t *testing.T) {
+	tests := []struct {
+		name        string
+		recent, now float64 // the recent utilisation and the queueing reading's
+		queueings   int
+		wantCeiling float64
+	}{
+		{"busy process queueing: not starved", 0.9, 0.9, 5, 1},
+		{"a backlog draining at full CPU after a quiet spell", 0.1, 0.95, 5, 1},
+		{"a quiet spell after a busy one", 0.9, 0.1, 1, 1},
+		{"one burst on an idle process halves it but does not bind", 0.01, 0.01, 1, 0.5},
+		{"starved: down to the recent utilisation", 0.3, 0.3, 3, 0.3},
+		{"just above half of its CPU: not starved", 0.55, 0.55, 5, 1},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, u, l := starvedSettled(t, tt.recent)
+			u.load, l.load = tt.now, 2
+			for range tt.queueings {
+				if _, err := s.Load(); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if math.Abs(s.ceiling-tt.wantCeiling) > 0.02 {
+				t.Fatalf("ceiling %v, want %v", s.ceiling, tt.wantCeiling)
+			}
+		})
+	}
+	// A ceiling at 0.5 does not bind: at 0.7 of its CPU (below Target) the share comes down at the usual rate.
+	s, u, l := starvedSettled(t, 0.01)
+	l.load = 2
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	l.load, u.load = 0, 0.7
+	before := s.Share()
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if want := before + settleGain*(0.7-DefaultSettleTarget); math.Abs(s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v after a lone burst, want %v as without a ceiling", s.Share(), want)
 	}
 }

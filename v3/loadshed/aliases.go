@@ -32,12 +32,9 @@ type Pressure = core.Pressure
 // Combined is a Signal whose load is the highest of its signals' loads. See core.Combined.
 type Combined = core.Combined
 
-// Settled is the default controller: a Signal that finds the share of requests to shed by holding the process's
-// own queue for a CPU (utilisation × wait) at a target. See core.Settled.
+// Settled is a Signal that finds the share of requests to shed from a utilisation and a latency signal, and
+// moves it gradually, so that the probability settles instead of jumping. The default. See core.Settled.
 type Settled = core.Settled
-
-// QueueWait is a Signal of the mean time the process's goroutines wait for a CPU. See core.QueueWait.
-type QueueWait = core.QueueWait
 
 // Reading is one signal's last load, as reported by Status for a combined signal.
 type Reading = core.Reading
@@ -56,11 +53,8 @@ const (
 	SourceHost     = core.SourceHost     // every CPU of the machine (/proc/stat)
 )
 
-// DefaultSettleTarget is the queue a Settled holds, in units of its wait signal's target.
+// DefaultSettleTarget is the utilisation a Settled holds the process at.
 const DefaultSettleTarget = core.DefaultSettleTarget
-
-// DefaultQueueWaitTarget is the mean wait NewQueueWait(0) counts as load 1.
-const DefaultQueueWaitTarget = core.DefaultQueueWaitTarget
 
 // DefaultSchedTarget is the scheduling latency NewSchedLatency(0) counts as full load.
 const DefaultSchedTarget = core.DefaultSchedTarget
@@ -84,10 +78,6 @@ func NewSchedLatency(target time.Duration) *SchedLatency { return core.NewSchedL
 // target of 0 means DefaultRunQueueTarget. It panics on a negative, infinite or NaN target.
 func NewRunQueue(target float64) *RunQueue { return core.NewRunQueue(target) }
 
-// NewQueueWait returns the queue-wait signal: load 1 when the mean wait of the recent goroutine wake-ups reaches
-// target. A target of 0 means DefaultQueueWaitTarget. It panics on a negative target.
-func NewQueueWait(target time.Duration) *QueueWait { return core.NewQueueWait(target) }
-
 // NewPressure finds the cpu.pressure file of the process's cgroup v2 group, else /proc/pressure/cpu. It returns
 // an error when neither is readable.
 func NewPressure() (*Pressure, error) { return core.NewPressure() }
@@ -95,15 +85,14 @@ func NewPressure() (*Pressure, error) { return core.NewPressure() }
 // Max combines signals into one whose load is their maximum. It panics when given no signal or a nil one.
 func Max(signals ...Signal) *Combined { return core.Max(signals...) }
 
-// NewSettled returns a Settled over a utilisation signal and a wait signal (nil: the utilisation alone), holding
-// the process's own queue at target in units of the wait signal's target (0: DefaultSettleTarget); below 1 it
-// also holds the utilisation under target. It panics on a nil utilisation or a target out of (0, 2].
+// NewSettled returns a Settled over a utilisation signal and a latency signal (nil: none), holding the
+// utilisation at target (0: DefaultSettleTarget). It panics on a nil utilisation or a target out of (0, 2].
 func NewSettled(utilisation, latency Signal, target float64) *Settled {
 	return core.NewSettled(utilisation, latency, target)
 }
 
-// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) and the mean
-// wait for a CPU (NewQueueWait(0)).
+// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) beside the
+// higher of scheduling latency (NewSchedLatency(0)) and the run queue (NewRunQueue(0)).
 func DefaultSignal(cpus float64) *Settled { return core.DefaultSignal(cpus) }
 
 // Probability returns the share of requests to reject at the given load: 0 at or below lower, 1 at or above

@@ -51,9 +51,10 @@ type Config struct {
 
 	// Signal is the load measurement. Implement Signal for memory, queue time or any other resource.
 	//
-	// Optional. Default: DefaultSignal(CPUs), a Settled that sheds just enough to hold the process's own queue
-	// for a CPU (its utilisation of the CPU it may use times its goroutines' mean wait) at 5ms of wait: every CPU
-	// it may use stays busy, and nothing is shed while they have room
+	// Optional. Default: DefaultSignal(CPUs), a Settled over the utilisation of the CPU the process may use
+	// beside its goroutines' scheduling latency and run queue: it moves the share it sheds gradually, holding the
+	// CPU at 0.97 of what the process may use (under a learned ceiling while starved), its goroutines' waits under
+	// 7ms and its runnable goroutines under 2 per P
 	Signal Signal
 
 	// CPUs overrides the number of CPUs the default CPU signal divides usage by. Ignored when Signal is set.

@@ -126,29 +126,27 @@ func nextMinor(repo string) (string, error) {
 // ReleaseDry runs the clone's release script with --dry-run at version, for every library module, and writes
 // the tags it made into a proxy at proxyDir. With tagged set, the script is not run: the tags already in the
 // clone at version are served as they are.
-func ReleaseDry(repo, proxyDir, version string, tagged bool) (*Release, string, error) {
-	var log string
+func ReleaseDry(repo, proxyDir, version string, tagged bool) (*Release, error) {
 	if !tagged {
 		out, err := run(repo, append([]string{"FIBERGUARD_RELEASE_GATE=0"}, gitIdentity...),
 			filepath.Join(repo, ".github/scripts/release.sh"), "--dry-run", version)
-		log = out
 		if err != nil {
-			return nil, log, fmt.Errorf("release.sh --dry-run %s refused or failed:\n%s", version, indent(out))
+			return nil, fmt.Errorf("release.sh --dry-run %s refused or failed:\n%s", version, indent(out))
 		}
 	}
 	tags, err := run(repo, nil, "git", "tag", "--list", "*/"+version)
 	if err != nil {
-		return nil, log, err
+		return nil, err
 	}
 	mods, err := modproxy.Write(proxyDir, repo, strings.Fields(tags))
 	if err != nil {
-		return nil, log, err
+		return nil, err
 	}
 	r := &Release{Repo: repo, Proxy: proxyDir, Version: version, Modules: map[string]modproxy.Module{}}
 	for _, m := range mods {
 		r.Modules[m.Dir] = m
 	}
-	return r, log, nil
+	return r, nil
 }
 
 // Failure is a module's failed step, with Go's own words.

@@ -20,6 +20,7 @@ import (
 	"os"
 	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"time"
 )
@@ -64,7 +65,7 @@ func mainErr(root, work, only string, mutations bool) error {
 	if err != nil {
 		return err
 	}
-	r, _, err := ReleaseDry(repo, filepath.Join(work, "proxy"), version, false)
+	r, err := ReleaseDry(repo, filepath.Join(work, "proxy"), version, false)
 	if err != nil {
 		return err
 	}
@@ -158,11 +159,7 @@ func sortDirs(dirs []string) {
 		}
 		return "0" + d
 	}
-	for i := 1; i < len(dirs); i++ {
-		for j := i; j > 0 && key(dirs[j]) < key(dirs[j-1]); j-- {
-			dirs[j], dirs[j-1] = dirs[j-1], dirs[j]
-		}
-	}
+	slices.SortStableFunc(dirs, func(a, b string) int { return strings.Compare(key(a), key(b)) })
 }
 
 // Mutations breaks a release three ways, each in a fresh clone at its own version, and requires each to fail
@@ -226,7 +223,7 @@ func (e *Env) Mutations(root, work, version string) error {
 		if err := commitAll(repo, "mutation"); err != nil {
 			return err
 		}
-		r, _, err := ReleaseDry(repo, filepath.Join(dir, "proxy"), v, c.tagged)
+		r, err := ReleaseDry(repo, filepath.Join(dir, "proxy"), v, c.tagged)
 		if err != nil {
 			return fmt.Errorf("mutation %q: %w", c.name, err)
 		}

@@ -56,6 +56,7 @@ func (s *Shedder) handle(c *fiber.Ctx) error {
 		return c.Next()
 	}
 	if s.engine.Admit(s.critical != nil && s.critical(c)) {
+		defer s.engine.Done()
 		return c.Next()
 	}
 	h := &c.Response().Header

@@ -40,10 +40,16 @@ type Engine struct {
 
 	state atomic.Pointer[snapshot]
 
-	normal, crit  decisions
+	normal, crit decisions
+	// finished counts the requests Admit let through whose handlers have returned (Done); gated those it
+	// rejected for the in-flight limit. Each on a cache line of its own, away from the decisions.
+	finished, gated counter
+
 	samplerErrors atomic.Uint64
 	sampleMu      sync.Mutex // one reading at a time: the sampler's and Sample's
 	lastErr       string     // guarded by sampleMu
+	settled       *Settled   // the signal, when it is a Settled: it sets the in-flight limit
+	lastGated     uint64     // gated at the last reading; guarded by sampleMu
 	pace          pace       // its rhythm fields are guarded by sampleMu; interval and idle never change
 
 	cancel    context.CancelFunc
@@ -84,7 +90,8 @@ func NewEngine(cfg Config) *Engine {
 		done:       make(chan struct{}),
 	}
 	e.pace = newPace(cfg.Interval, cfg.IdleInterval, cfg.Lower)
-	e.publish(0, time.Time{}, 0)
+	e.settled, _ = sig.(*Settled)
+	e.publish(0, time.Time{}, 0, 0)
 	e.sample(true) // the first reading exists before the first request
 
 	if !cfg.DisableMetrics {
@@ -103,23 +110,58 @@ func NewEngine(cfg Config) *Engine {
 	return e
 }
 
-// Admit decides one request and counts the decision under its priority: false means reject it. Between
-// probabilities 0 and 1 the rejections are spread evenly over each priority's requests (see decisions.spread).
-// In dry-run mode a request that would be rejected is counted as rejected and Admit returns true.
+// counter is an atomic count on a cache line of its own.
+type counter struct {
+	atomic.Uint64
+	_ [56]byte
+}
+
+// Admit decides one request and counts the decision under its priority: false means reject it. A request is
+// rejected by the shedding probability (between probabilities 0 and 1 the rejections are spread evenly over each
+// priority's requests, see decisions.spread), or, while the sampler has set an in-flight limit, when that many
+// requests are in flight already (twice as many for a critical one). Every request Admit returns true for must
+// be followed by Done when its handler returns. In dry-run mode a request that would be rejected is counted as
+// rejected and Admit returns true.
 func (e *Engine) Admit(critical bool) bool {
 	st := e.state.Load()
-	prob, d := st.normal, &e.normal
+	prob, d, limit := st.normal, &e.normal, st.limit
 	if critical {
-		prob, d = st.critical, &e.crit
+		prob, d, limit = st.critical, &e.crit, 2*st.limit
 	}
 	if prob > 0 && (prob >= 1 || d.spread(prob, rand.Float64())) {
 		d.rejected.Add(1)
 		return e.dryRun
 	}
+	if limit > 0 && e.InFlight() >= limit {
+		return e.gate(d)
+	}
 	if d.admitted.Add(1) == st.wakeAt { // only while the sampler rests: the request rate has doubled
 		e.wakeSampler()
 	}
 	return true
+}
+
+// Done tells the Engine that a request Admit let through has finished: its handler returned. The in-flight count
+// is the requests let through less those done.
+func (e *Engine) Done() { e.finished.Add(1) }
+
+// InFlight is the number of requests let through by Admit and not yet Done (in dry-run mode, with those that
+// would have been rejected).
+func (e *Engine) InFlight() int64 {
+	n := e.normal.admitted.Load() + e.crit.admitted.Load()
+	if e.dryRun {
+		n += e.normal.rejected.Load() + e.crit.rejected.Load()
+	}
+	return max(int64(n-e.finished.Load()), 0) // a Done read after its Admit was counted can make it -1
+}
+
+// gate rejects a request for the in-flight limit. It is kept out of line, off the path of an admitted request.
+//
+//go:noinline
+func (e *Engine) gate(d *decisions) bool {
+	e.gated.Add(1)
+	d.rejected.Add(1)
+	return e.dryRun
 }
 
 // wakeSampler asks the resting sampler for a reading now, without waiting. It is kept out of line: Admit calls it

@@ -17,6 +17,8 @@ type metrics struct {
 	decisions *prometheus.Desc
 	errors    *prometheus.Desc
 	dryRun    *prometheus.Desc
+	inFlight  *prometheus.Desc
+	limit     *prometheus.Desc
 }
 
 func registerMetrics(reg prometheus.Registerer, name string, e *Engine) *metrics {
@@ -35,6 +37,10 @@ func registerMetrics(reg prometheus.Registerer, name string, e *Engine) *metrics
 			"Load readings that failed; the last good load is kept.", nil, labels),
 		dryRun: prometheus.NewDesc("fiberguard_loadshed_dry_run",
 			"1 when the shedder only counts its decisions.", nil, labels),
+		inFlight: prometheus.NewDesc("fiberguard_loadshed_in_flight",
+			"Requests admitted whose handlers have not returned.", nil, labels),
+		limit: prometheus.NewDesc("fiberguard_loadshed_in_flight_limit",
+			"The in-flight limit above which ordinary requests are rejected (critical ones above twice it); 0 while none applies.", nil, labels),
 	}
 	if !metricsreg.Register(reg, m, fmt.Sprintf("loadshed %q", name), "set Config.Name to tell instances apart", e.log.Warnf) {
 		return nil
@@ -51,6 +57,8 @@ func (m *metrics) Describe(ch chan<- *prometheus.Desc) {
 	ch <- m.decisions
 	ch <- m.errors
 	ch <- m.dryRun
+	ch <- m.inFlight
+	ch <- m.limit
 }
 
 // Collect implements prometheus.Collector.
@@ -76,4 +84,6 @@ func (m *metrics) Collect(ch chan<- prometheus.Metric) {
 	}
 	ch <- prometheus.MustNewConstMetric(m.errors, prometheus.CounterValue, float64(st.SamplerErrors))
 	ch <- prometheus.MustNewConstMetric(m.dryRun, prometheus.GaugeValue, dry)
+	ch <- prometheus.MustNewConstMetric(m.inFlight, prometheus.GaugeValue, float64(st.InFlight))
+	ch <- prometheus.MustNewConstMetric(m.limit, prometheus.GaugeValue, float64(st.Limit))
 }

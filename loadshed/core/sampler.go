@@ -14,6 +14,8 @@ type snapshot struct {
 	// wakeAt is the count of admitted ordinary requests at which a request wakes the resting sampler; 0 (never
 	// reached, the count starts at 1) while it reads at every Interval.
 	wakeAt uint64
+	// limit is the in-flight limit of ordinary requests (critical ones: twice it); 0 for none.
+	limit int64
 }
 
 // run is the sampler goroutine: one reading per wait until ctx is done, the wait set by each reading (see pace).
@@ -154,12 +156,19 @@ func (e *Engine) sampleLocked(first, woken bool) time.Duration {
 	e.lastErr = ""
 	now := time.Now()
 	smoothed := smooth(e.state.Load().load, load, e.smoothing, first)
-	wait, wakeAt := e.pace.next(now, e.normal.admitted.Load(), smoothed, load, woken || first)
-	e.publish(smoothed, now, wakeAt)
+	var limit int64
+	if e.settled != nil {
+		gated := e.gated.Load()
+		limit = e.settled.nextLimit(e.InFlight(), gated-e.lastGated)
+		e.lastGated = gated
+	}
+	// A limit keeps the sampler reading at every Interval: it is lifted only by a reading.
+	wait, wakeAt := e.pace.next(now, e.normal.admitted.Load(), smoothed, load, woken || first || limit > 0)
+	e.publish(smoothed, now, wakeAt, limit)
 	return wait
 }
 
-func (e *Engine) publish(load float64, at time.Time, wakeAt uint64) {
+func (e *Engine) publish(load float64, at time.Time, wakeAt uint64, limit int64) {
 	normal, critical := e.policy.Probabilities(load)
-	e.state.Store(&snapshot{load: load, normal: normal, critical: critical, at: at, wakeAt: wakeAt})
+	e.state.Store(&snapshot{load: load, normal: normal, critical: critical, at: at, wakeAt: wakeAt, limit: limit})
 }

@@ -4,48 +4,42 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
 )
 
-// Settled is a Signal that finds the share of requests to shed, instead of reading it off one measurement. It
-// reads a utilisation signal and a latency signal (the default: NewCPU, and the higher of NewSchedLatency and
-// NewRunQueue) and keeps a share that it moves at every reading:
-//   - by Gain × (utilisation − Target): it grows while the process uses more than Target of its CPU and shrinks
-//     while it uses less. A utilisation that stays above Target grows it ever faster (at least 0.01 × Gain,
-//     doubling at every reading up to 32 times), so a process that sheds without relief soon sheds everything;
-//   - by Kick × (latency − 1) while the latency signal is above 1: goroutines queueing for a CPU mean the process
-//     is already behind, so the share jumps at once (but no further than shedding every ordinary request), and
-//     it does not come down while they queue, whatever the utilisation: a process starved of CPU by its
-//     neighbours, or inside a quota on a busy host, uses less than Target and is still overloaded. A lone
-//     queue (none in the reading before) on a process that has been using at least half of its CPU does not
-//     jump the share: inside a quota that is the wake-up after the group was throttled, which recurs about once
-//     a second at a steady overload, and each jump would shed for a few hundred milliseconds what the
-//     utilisation had settled on. The floor below still sheds that reading's arrivals.
+// Settled is the default controller: a Signal that finds the share of requests to shed, and the in-flight limit
+// of the Engine it serves, from two measurements taken at every reading: the utilisation of the CPU the process
+// may use (default: NewCPU) and whether its goroutines queue for a CPU (a latency signal at 1 or more; default:
+// the higher of NewSchedLatency and NewRunQueue).
 //
-// While the latency is inside or above the band, what is shed is at least what the band says of the latency
-// alone (the snapshot rule of a Max(CPU, SchedLatency)): a queue sheds at once, for as long as it lasts.
+// The share holds the utilisation at Target: at every reading it moves by Gain × (utilisation − Target), up
+// while the process uses more than Target of what it may and down while it uses less, within [0, 2]. A quota
+// is spent per period (100 ms by default); a process that spends it early is frozen for the rest of the period,
+// with every request in flight. Holding the utilisation just under the quota keeps that from happening.
 //
-// A process that queues while it uses little of what it may (below half of it, now and over the last ~10
-// readings) is starved: its neighbours, or its group's share of the machine, leave it less CPU than it may use.
-// The Settled then remembers its recent utilisation as a ceiling (lowering it by half at most per reading, to the
-// lowest level it queued at) and holds the utilisation under Target × ceiling instead of Target, so that it
-// admits what the CPU it gets can serve rather than letting the share run down between queues. The ceiling grows
-// back by 0.5 % per reading and stops applying once it reaches 0.5 (so one queue on a quiet process, which halves
-// it, does not bind): a starvation that ends is forgotten within a few seconds.
+// The in-flight limit bounds the queue. Shedding a share at random cannot: the requests it admits still arrive
+// at random, and a CPU kept busy by random arrivals has a queue whose length grows without bound as it
+// approaches full use (at 97 % use, the mean wait is about 16 times the service time). A limit on the requests
+// in flight admits a request only when the CPU has room for it, so the CPU stays busy and the requests admitted
+// wait behind at most the limit. The limit follows the queue, as TCP's window follows losses:
+//   - a reading that sees a queue halves it (from the requests in flight, if fewer), down to the CPUs the process
+//     may use, rounded up: it does not come back until the queue is gone;
+//   - a reading after which the limit rejected requests, with no queue and the utilisation under Target, raises
+//     it by a quarter (at least one): the CPU had room for more;
+//   - a reading after which it rejected nothing, with no queue, lifts it: the process is not overloaded.
 //
-// Its load is that share (or the latency's floor, if higher) placed on the shedder's bands, so that the
-// probability (load − Lower)/(Upper − Lower) is what it sheds: a share of 0.4 reads Lower + 0.4 × (Upper −
-// Lower). A share above 1 sheds every ordinary request and moves on through [CriticalLower, CriticalUpper], up to
-// 2. A share of 0 reads the utilisation (or the latency, if higher) up to Lower, so that Status shows the
-// process's load while it sheds nothing and the sampler can rest.
+// The limit needs no knowledge of what a request costs: a handler that waits on I/O holds a request in flight
+// without using a CPU, so no queue forms and the limit rises until one does or the limit stops rejecting.
 //
-// Why: a load that saturates at 1, read through a band as narrow as 0.90–0.95, makes a probability that jumps
-// between 0 and 1 from one reading to the next (a small change of the load is a large change of the
-// probability); the admitted stream then comes in bursts, which queue. A share that settles admits a steady
-// stream. The Engine gives a Settled its bands and does not smooth its load, which moves gradually already. Each
-// Load is one step: the gains are per reading, at the Engine's Interval.
+// Its load is the share placed on the shedder's bands, so that the probability (load − Lower)/(Upper − Lower)
+// is what it sheds: a share of 0.4 reads Lower + 0.4 × (Upper − Lower). A share above 1 sheds every ordinary
+// request and moves on through [CriticalLower, CriticalUpper], up to 2. A share of 0 reads the utilisation (or
+// the latency, if higher) up to Lower, so that Status shows the process's load while it sheds nothing and the
+// sampler can rest. The Engine gives a Settled its bands and does not smooth its load. Each Load is one step:
+// the gain is per reading, at the Engine's Interval.
 //
 // The zero value is not usable: create it with NewSettled.
 type Settled struct {
@@ -56,35 +50,33 @@ type Settled struct {
 	mu     sync.Mutex
 	policy Policy
 	share  float64
-	run    int // readings in a row with the utilisation above Target
-	// avg is the recent utilisation; ceiling the utilisation at which a starved process last queued, 1 when
-	// none applies.
-	avg, ceiling float64
-	queued       bool // the previous reading's latency was above 1
-	last         []Reading
+	// admit is the share of ordinary requests admitted, in [settleFloor, 1]; crit the share of critical ones
+	// shed, in [0, 1], which grows only while admit is at its floor.
+	admit, crit float64
+	// used is the last utilisation (the latency's load without one); queued tells whether the last reading
+	// saw a queue. limit is the in-flight limit, 0 for none.
+	used   float64
+	queued bool
+	limit  int64
+	last   []Reading
 }
 
 // The defaults of NewSettled.
 const (
 	// DefaultSettleTarget is the utilisation a Settled holds the process at.
 	DefaultSettleTarget = 0.97
-	settleGain          = 0.1  // share per reading per unit of utilisation above or below Target
-	settleKick          = 0.5  // share per reading per unit of latency above 1
-	settlePersist       = 0.01 // the smallest error of a utilisation above Target, doubled every reading in a row
-	settleMaxDoublings  = 5
-	settleMaxShare      = 2     // every ordinary request shed and every critical one
-	settleAvgWeight     = 0.1   // of each reading in the recent utilisation
-	settleStarved       = 0.5   // a process that queues below this utilisation is starved
-	settleCeilingCut    = 0.5   // the most one queueing reading lowers the ceiling by
-	settleForget        = 1.005 // growth of the ceiling per reading: from 0.25 to 0.5 in about 140 readings
+	// settleGain is the share moved per reading per unit of utilisation above or below Target: a process at
+	// twice its quota sheds 10 % more at every reading; one at half of Target lets 5 % more in.
+	settleGain  = 0.1
+	settleFloor = 0.01 // the smallest share of ordinary requests admitted: below it, all are shed
 )
 
 // settleDefaultPolicy is the band a Settled uses until an Engine gives it its own: the adapters' defaults.
 var settleDefaultPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1.0}
 
-// NewSettled returns a Settled over a utilisation signal and a latency signal (nil: none). target is the
-// utilisation it holds the process at, in (0, 2]; 0 means DefaultSettleTarget. It panics on a nil utilisation
-// or a target out of range.
+// NewSettled returns a Settled over a utilisation signal and a latency signal (nil: none, and no in-flight
+// limit). target is the utilisation it holds the process at, in (0, 2]; 0 means DefaultSettleTarget. It panics
+// on a nil utilisation or a target out of range.
 func NewSettled(utilisation, latency Signal, target float64) *Settled {
 	if utilisation == nil {
 		panic("loadshed: NewSettled utilisation signal is nil")
@@ -95,7 +87,7 @@ func NewSettled(utilisation, latency Signal, target float64) *Settled {
 	if !(target > 0) || target > 2 {
 		panic(fmt.Sprintf("loadshed: NewSettled target must be in (0, 2], got %v", target))
 	}
-	s := &Settled{util: utilisation, latency: latency, target: target, policy: settleDefaultPolicy, ceiling: 1}
+	s := &Settled{util: utilisation, latency: latency, target: target, policy: settleDefaultPolicy, admit: 1}
 	s.names, s.last = newReadings(s.Signals())
 	return s
 }
@@ -118,6 +110,13 @@ func (s *Settled) Share() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.share
+}
+
+// Limit is the in-flight limit the Settled set at its last reading: 0 for none.
+func (s *Settled) Limit() int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.limit
 }
 
 // Signals returns the utilisation signal and, if any, the latency signal.
@@ -150,7 +149,7 @@ func (s *Settled) describe() string {
 	out := fmt.Sprintf("sheds the share of requests that keeps this process's CPU use at %s of what it may use (%s)",
 		strconv.FormatFloat(s.target*100, 'g', 4, 64)+"%", s.names[0])
 	if len(s.names) > 1 {
-		out += fmt.Sprintf(", and more at once while its goroutines wait for a CPU (%s)", s.names[1])
+		out += fmt.Sprintf(", and limits the requests in flight while its goroutines wait for a CPU (%s)", s.names[1])
 	}
 	return out
 }
@@ -179,66 +178,72 @@ func (s *Settled) Load() (float64, error) {
 	if utilErr != nil && !latOK {
 		return 0, utilErr
 	}
-	queueing := latOK && lat > 1
-	reading, step := 0.0, 0.0
+	reading, e := 0.0, math.Inf(-1)
 	if utilErr == nil {
-		s.learnCeiling(util, queueing)
-		step, reading = settleGain*s.utilError(util), util
+		s.used, reading, e = util, util, util/s.target-1
 	} else { // without a utilisation, the latency stands in for it
-		step = settleGain * s.utilError(lat)
+		s.used = lat
 	}
-	if step > 0 || !queueing { // while goroutines queue, the share does not come down
-		s.share += step
+	queued := latOK && lat >= 1
+	if queued && s.queued && s.used >= s.target { // a queue beside a CPU with room is not this CPU's shortage
+		e = max(e, lat-1)
 	}
+	s.queued = queued
+	s.step(min(max(e, -1), 1))
 	if latOK {
-		if queueing && s.share < 1 && s.kicks(util, utilErr == nil) {
-			s.share = min(s.share+settleKick*(lat-1), 1)
-		}
 		reading = max(reading, lat)
 	}
-	s.queued = queueing
-	s.share = min(max(s.share, 0), settleMaxShare)
-	shed := s.share
-	if latOK { // a queue sheds at once at least what the latency alone, read through the band, would
-		shed = max(shed, Probability(lat, s.policy.Lower, s.policy.Upper))
+	return s.loadOf(s.share, reading), nil
+}
+
+// step moves the admitted share by the error e in [-1, 1]: multiplied by exp(−Gain × e), so that the same
+// error moves it by the same fraction of itself whether it admits most requests or few. Below settleFloor every
+// ordinary request is shed and the error moves the share of critical requests shed instead, by Gain × e.
+func (s *Settled) step(e float64) {
+	switch {
+	case e > 0 && s.admit <= settleFloor || e < 0 && s.crit > 0:
+		s.crit = min(max(s.crit+settleGain*e, 0), 1)
+	default:
+		s.admit = min(max(s.admit*math.Exp(-settleGain*e), settleFloor), 1)
 	}
-	return s.loadOf(shed, reading), nil
-}
-
-// kicks reports whether a queue read now moves the share: one that follows another, or one on a process that
-// uses less than half of its CPU (settleStarved), now or over its recent readings: starved, or at the onset of an
-// overload. A lone queue on a process that has been using at least half of what it may is the wake-up after a
-// stall it could not shorten (a quota's throttling, a neighbour's slice): the floor sheds that reading's
-// arrivals, and the share, which the utilisation has settled, stays where it is.
-func (s *Settled) kicks(util float64, haveUtil bool) bool {
-	return s.queued || !haveUtil || util < settleStarved || s.avg < settleStarved
-}
-
-// learnCeiling keeps the utilisation at which a starved process queues: a process that queues while it uses
-// less than settleStarved of what it may gets no more than that now, whatever it may use, so it holds its
-// utilisation under the lowest such level, and forgets it gradually.
-func (s *Settled) learnCeiling(util float64, queueing bool) {
-	s.avg += settleAvgWeight * (util - s.avg)
-	s.ceiling = min(s.ceiling*settleForget, 1)
-	if queueing && util < settleStarved && s.avg < settleStarved {
-		// By half at most: a lone burst on a quiet process does not make a ceiling that binds (below 0.5).
-		s.ceiling = min(s.ceiling, max(s.avg, s.ceiling*settleCeilingCut))
+	s.share = 1 - s.admit + s.crit
+	if s.admit <= settleFloor {
+		s.share = 1 + s.crit
 	}
 }
 
-// utilError is the step's error: the utilisation less Target, raised while it stays above Target.
-func (s *Settled) utilError(util float64) float64 {
-	target := s.target
-	if s.ceiling < settleStarved {
-		target *= s.ceiling
+// nextLimit moves the in-flight limit after a reading, given the requests in flight now and those the limit
+// rejected since the previous reading, and returns it (0: none).
+func (s *Settled) nextLimit(inFlight int64, gated uint64) int64 {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	switch {
+	case s.latency == nil:
+		s.limit = 0
+	case s.queued:
+		base := inFlight
+		if s.limit > 0 {
+			base = min(base, s.limit)
+		}
+		s.limit = max(base/2, s.minLimit())
+	case gated == 0:
+		s.limit = 0
+	case s.used < s.target:
+		s.limit = max(s.limit+1, s.limit+s.limit/4)
 	}
-	e := util - target
-	if !(e > 0) {
-		s.run = 0
-		return e
+	return s.limit
+}
+
+// minLimit is the lowest in-flight limit: the CPUs the process may use (a CPU utilisation's capacity, at most
+// GOMAXPROCS), rounded up; 1 for another utilisation signal.
+func (s *Settled) minLimit() int64 {
+	cpus := float64(runtime.GOMAXPROCS(0))
+	if c, ok := s.util.(*CPU); ok {
+		cpus = min(cpus, c.Capacity())
+	} else {
+		cpus = 1
 	}
-	s.run++
-	return max(e, settlePersist*math.Exp2(float64(min(s.run-1, settleMaxDoublings))))
+	return max(int64(math.Ceil(cpus)), 1)
 }
 
 // loadOf places a share on the bands: the reading up to Lower at 0, then [Lower, Upper] for ordinary requests,

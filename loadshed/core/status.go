@@ -16,9 +16,14 @@ type Status struct {
 	Rejected         uint64 `json:"rejected"`
 	CriticalAdmitted uint64 `json:"critical_admitted"`
 	CriticalRejected uint64 `json:"critical_rejected"`
-	SamplerErrors    uint64 `json:"sampler_errors"`
-	DryRun           bool   `json:"dry_run"`
-	Signal           string `json:"signal"`
+	// InFlight is the requests admitted whose handlers have not returned; Limit the in-flight limit the default
+	// controller set at its last reading (0: none), above which ordinary requests are rejected (critical ones
+	// above twice it).
+	InFlight      int64  `json:"in_flight"`
+	Limit         int64  `json:"limit"`
+	SamplerErrors uint64 `json:"sampler_errors"`
+	DryRun        bool   `json:"dry_run"`
+	Signal        string `json:"signal"`
 	// IntervalSeconds is Config.Interval: how often the load is read. IdleIntervalSeconds is Config.IdleInterval,
 	// the longest wait between readings while the load is quiet; Resting is true while the sampler waits longer
 	// than Interval.
@@ -49,6 +54,8 @@ func (e *Engine) Status() Status {
 		Rejected:            e.normal.rejected.Load(),
 		CriticalAdmitted:    e.crit.admitted.Load(),
 		CriticalRejected:    e.crit.rejected.Load(),
+		InFlight:            e.InFlight(),
+		Limit:               st.limit,
 		SamplerErrors:       e.samplerErrors.Load(),
 		DryRun:              e.dryRun,
 		Signal:              e.signalName,

@@ -276,3 +276,29 @@ func TestCloseIsIdempotentAndConcurrentWithRequests(t *testing.T) {
 		t.Fatalf("after Close the registry still gathers %d families (%v)", len(mfs), err)
 	}
 }
+
+func TestInFlightCountsEachRequestUntilItsHandlerReturns(t *testing.T) {
+	s, _ := newTestShedder(t, Config{Signal: coretest.NewFixedLoad(0), Interval: time.Hour})
+	app := fiber.New(fiber.Config{DisableStartupMessage: true})
+	app.Use(func(c *fiber.Ctx) error {
+		defer func() { _ = recover() }() // a recover middleware before the shedder
+		return c.Next()
+	})
+	app.Use(s.Handler())
+	var during atomic.Int64
+	app.Get("/seen", func(c *fiber.Ctx) error {
+		during.Store(s.Status().InFlight)
+		return c.SendString("ok")
+	})
+	app.Get("/fails", func(c *fiber.Ctx) error { return fiber.ErrTeapot })
+	app.Get("/panics", func(c *fiber.Ctx) error { panic("handler bug") })
+	for _, path := range []string{"/seen", "/fails", "/panics", "/missing"} {
+		get(t, app, path)
+		if n := s.Status().InFlight; n != 0 {
+			t.Fatalf("after %s: %d in flight, want 0: every admitted request is done when its handler returns", path, n)
+		}
+	}
+	if during.Load() != 1 {
+		t.Fatalf("in flight during the handler: %d, want 1", during.Load())
+	}
+}

@@ -298,9 +298,16 @@ func TestRealNoLimit(t *testing.T) {
 
 	t.Run("queueing goroutines: scheduling latency and run queue above their targets", func(t *testing.T) {
 		r := runChild(t, "queue", env{}, nil)
-		if r.Sched < 1 || r.RunQ < 1 || r.Default < 0.95 {
+		if r.Sched < 1 || r.RunQ < 1 || r.Default < 0.9 {
 			t.Fatalf("queueing child read scheduling latency %.3f, run queue %.3f, default %.3f; want both above 1 "+
-				"and the default at Upper (0.95) or above, shedding every ordinary request", r.Sched, r.RunQ, r.Default)
+				"and the default at Lower (0.9) or above", r.Sched, r.RunQ, r.Default)
+		}
+		// A queue on a process that has its CPU is its own: the default sheds every ordinary request within the
+		// two seconds. (Beside busy neighbours the child gets less than its CPU and the queue is theirs: the
+		// in-flight limit, not the share, answers it.)
+		if r.Used >= DefaultSettleTarget*r.Capacity && r.Default < 0.95 {
+			t.Fatalf("queueing child used %.3f of %g CPUs and the default read %.3f; want Upper (0.95) or above",
+				r.Used, r.Capacity, r.Default)
 		}
 	})
 

@@ -208,3 +208,129 @@ func TestCloseIsIdempotentAndUnregisters(t *testing.T) {
 		t.Fatalf("after Close the registry still gathers %d families (%v)", len(mfs), err)
 	}
 }
+
+// queueing returns an Engine over a Settled whose latency reads a queue while its CPU has room: the share stays
+// 0 and only the in-flight limit sheds.
+func queueing(t *testing.T, dryRun bool) (*Engine, *named) {
+	t.Helper()
+	l := &named{name: "lat"}
+	e, _ := newTestEngine(t, Config{Signal: NewSettled(&named{name: "cpu", load: 0.5}, l, 0), Interval: time.Hour,
+		DryRun: dryRun})
+	l.load = 2 // from the second reading on
+	return e, l
+}
+
+func TestAdmitHoldsTheInFlightLimit(t *testing.T) {
+	e, lat := queueing(t, false)
+	for range 10 {
+		if !e.Admit(false) {
+			t.Fatal("rejected before any limit")
+		}
+	}
+	e.Sample() // a queue with 10 in flight: the limit is 5
+	st := e.Status()
+	if st.Limit != 5 || st.InFlight != 10 || st.Probability != 0 {
+		t.Fatalf("after a queue with 10 in flight: limit %d, in flight %d, probability %v; want 5, 10, 0",
+			st.Limit, st.InFlight, st.Probability)
+	}
+	if e.Admit(false) {
+		t.Fatal("admitted an ordinary request with 10 in flight over a limit of 5")
+	}
+	for range 6 {
+		e.Done()
+	}
+	if !e.Admit(false) {
+		t.Fatal("rejected with 4 in flight under a limit of 5")
+	}
+	if e.Admit(false) {
+		t.Fatal("admitted a sixth request over a limit of 5")
+	}
+	// A critical request may go to twice the limit.
+	for range 5 {
+		if !e.Admit(true) {
+			t.Fatalf("rejected a critical request with %d in flight, under twice the limit", e.InFlight())
+		}
+	}
+	if e.Admit(true) {
+		t.Fatal("admitted a critical request at twice the limit")
+	}
+	st = e.Status()
+	if st.InFlight != 10 || st.Admitted != 11 || st.Rejected != 2 || st.CriticalAdmitted != 5 || st.CriticalRejected != 1 {
+		t.Fatalf("counters %+v", st)
+	}
+	// Without a queue, a reading after rejections with the CPU at half raises the limit; one after none lifts it.
+	lat.load = 0
+	e.Sample()
+	if got := e.Status().Limit; got != 6 {
+		t.Fatalf("limit %d after rejections with room, want 6", got)
+	}
+	e.Sample()
+	if got := e.Status().Limit; got != 0 {
+		t.Fatalf("limit %d after a reading without rejections, want none", got)
+	}
+	for range 20 {
+		if !e.Admit(false) {
+			t.Fatal("rejected with no limit")
+		}
+	}
+}
+
+func TestDryRunCountsTheLimitAndAdmits(t *testing.T) {
+	e, _ := queueing(t, true)
+	for range 4 {
+		e.Admit(false)
+	}
+	e.Sample() // limit 2
+	for range 3 {
+		if !e.Admit(false) {
+			t.Fatal("dry run rejected a request")
+		}
+	}
+	// The requests dry run lets through over the limit are in flight too, and each one's Done counts.
+	if st := e.Status(); st.Limit != 2 || st.Rejected != 3 || st.Admitted != 4 || st.InFlight != 7 {
+		t.Fatalf("status %+v; want limit 2, 3 rejected, 4 admitted, 7 in flight", st)
+	}
+	for range 7 {
+		e.Done()
+	}
+	if n := e.InFlight(); n != 0 {
+		t.Fatalf("in flight %d after every Done, want 0", n)
+	}
+}
+
+func TestInFlightUnderConcurrentRequests(t *testing.T) {
+	e, _ := queueing(t, false)
+	for range 8 {
+		e.Admit(false)
+	}
+	e.Sample() // limit 4, with 8 in flight
+	for range 8 {
+		e.Done()
+	}
+	var wg sync.WaitGroup
+	var over sync.Mutex
+	most := int64(0)
+	for range 8 {
+		wg.Go(func() {
+			for range 500 {
+				if e.Admit(false) {
+					n := e.InFlight()
+					over.Lock()
+					most = max(most, n)
+					over.Unlock()
+					time.Sleep(50 * time.Microsecond) // a handler: the callers overlap
+					e.Done()
+				}
+			}
+		})
+	}
+	wg.Wait()
+	// Callers racing for the last slot can each pass the check: at most one per caller over the limit.
+	if most > 4+8 || e.InFlight() != 0 {
+		t.Fatalf("most in flight %d (limit 4, 8 callers), %d left in flight; want at most 12 and none", most, e.InFlight())
+	}
+	st := e.Status()
+	if st.Admitted+st.Rejected != 8+8*500 || st.Rejected == 0 {
+		t.Fatalf("counters %+v: every request decided, some rejected", st)
+	}
+}

@@ -137,7 +137,7 @@ func TestEngineSaysWhatTheSettledDefaultDoes(t *testing.T) {
 		Signal: NewSettled(&named{name: "cpu"}, Max(&named{name: "a"}, &named{name: "b"}), 0)}.WithDefaults(testDefaults))
 	defer e.Close()
 	want := "loadshed: sheds the share of requests that keeps this process's CPU use at 97% of what it may use (cpu), " +
-		"and more at once while its goroutines wait for a CPU (max(a, b))"
+		"and limits the requests in flight while its goroutines wait for a CPU (max(a, b))"
 	if infos, _ := lg.lines(); len(infos) == 0 || infos[0] != want {
 		t.Fatalf("logged %q, want first %q", infos, want)
 	}

@@ -178,11 +178,11 @@ func (s *Settled) Load() (float64, error) {
 	if utilErr != nil && !latOK {
 		return 0, utilErr
 	}
-	reading, e := 0.0, math.Inf(-1)
+	var reading, e float64
 	if utilErr == nil {
 		s.used, reading, e = util, util, util/s.target-1
 	} else { // without a utilisation, the latency stands in for it
-		s.used = lat
+		s.used, e = lat, lat-1
 	}
 	queued := latOK && lat >= 1
 	if queued && s.queued && s.used >= s.target { // a queue beside a CPU with room is not this CPU's shortage

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -46,140 +47,112 @@ var testPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalU
 // band is the load of an ordinary share on the default bands.
 func band(share float64) float64 { return 0.90 + share*0.05 }
 
+// shareAfter is the share shed after errors es from none: the admitted share multiplied by exp(-Gain × e) for
+// each, at most 1.
+func shareAfter(es ...float64) float64 {
+	admit := 1.0
+	for _, e := range es {
+		admit = min(admit*math.Exp(-settleGain*e), 1)
+	}
+	return 1 - admit
+}
+
 func TestSettledMovesTheShareByTheUtilisation(t *testing.T) {
-	g, T := settleGain, DefaultSettleTarget
+	T := DefaultSettleTarget
+	up, down := 0.2, -0.1 // the errors of a utilisation at 1.2 and 0.9 of Target
 	runSteps(t, []step{
 		// Below Target nothing is shed and the load is the reading itself, up to Lower.
 		{util: 0.5, wantShare: 0, wantLoad: 0.5},
 		{util: 0.93, wantShare: 0, wantLoad: 0.90},
-		// Above Target the share grows by Gain × the excess...
-		{util: T + 0.2, wantShare: g * 0.2, wantLoad: band(g * 0.2)},
-		// ...and shrinks by Gain × the shortfall, never below 0.
-		{util: T - 0.1, wantShare: g*0.2 - g*0.1, wantLoad: band(g*0.2 - g*0.1)},
+		// Above Target the admitted share shrinks by the relative excess...
+		{util: T * 1.2, wantShare: shareAfter(up), wantLoad: band(shareAfter(up))},
+		// ...and grows back by the relative shortfall, never past admitting everything.
+		{util: T * 0.9, wantShare: shareAfter(up, down), wantLoad: band(shareAfter(up, down))},
 		{util: 0.2, wantShare: 0, wantLoad: 0.2},
 	})
 }
 
-func TestSettledGrowsFasterWhileTheUtilisationStaysAbove(t *testing.T) {
-	// 0.97 is only 0.01 above Target: without the doubling a process burning its CPU would take 20 s to shed
-	// everything. Each reading in a row doubles the smallest error, from settlePersist up to 32 times.
-	var steps []step
-	share := 0.0
-	for k := range 8 {
-		share += settleGain * max(0.01, settlePersist*math.Exp2(float64(min(k, settleMaxDoublings))))
-		steps = append(steps, step{util: DefaultSettleTarget + 0.01, wantShare: share, wantLoad: band(share)})
+func TestSettledMovesByTheSameFractionAtAnyShare(t *testing.T) {
+	// The same error takes the same fraction of what is admitted, whether most requests are admitted or few:
+	// the step is as gentle at 10x the capacity as at 1.2x.
+	s := NewSettled(&named{name: "cpu", load: 2}, nil, 0)
+	var admitted []float64
+	for range 40 {
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+		admitted = append(admitted, 1-s.Share())
 	}
-	// One reading below Target starts the count again.
-	share -= settleGain * 0.06
-	steps = append(steps, step{util: DefaultSettleTarget - 0.06, wantShare: share, wantLoad: band(share)})
-	share += settleGain * 0.01
-	steps = append(steps, step{util: DefaultSettleTarget + 0.01, wantShare: share, wantLoad: band(share)})
-	runSteps(t, steps)
+	for i := 1; i < len(admitted); i++ {
+		if r := admitted[i] / admitted[i-1]; math.Abs(r-math.Exp(-settleGain)) > 1e-9 {
+			t.Fatalf("reading %d: admitted %v after %v (ratio %v), want the ratio exp(-Gain) = %v",
+				i, admitted[i], admitted[i-1], r, math.Exp(-settleGain))
+		}
+	}
 }
 
-func TestSettledJumpsOnAQueue(t *testing.T) {
-	k, g, T := settleKick, settleGain, DefaultSettleTarget
+func TestSettledCountsAQueueOnlyBesideAFullCPU(t *testing.T) {
+	T := DefaultSettleTarget
 	runSteps(t, []step{
-		{util: 0.5, lat: 0.8, wantShare: 0, wantLoad: 0.8},
-		// A latency inside the band sheds at once what the band says of it, as the snapshot rule would, without
-		// moving the share: 0.92 is 0.4 of the way from 0.90 to 0.95.
-		{util: 0.5, lat: 0.92, wantShare: 0, wantLoad: band(0.4)},
-		// At 1, the target, every ordinary request is shed for as long as it lasts; the share is not raised yet.
-		{util: 0.5, lat: 1.0, wantShare: 0, wantLoad: 0.95},
-		// Above it the share jumps by Kick × the excess, and it does not come down while goroutines queue, even
-		// with the CPU below Target...
-		{util: T, lat: 1.2, wantShare: k * 0.2, wantLoad: 0.95},
-		{util: 0.7, lat: 1.5, wantShare: k*0.2 + k*0.5, wantLoad: 0.95},
-		{util: T, lat: 2, wantShare: k * 1.7, wantLoad: 0.95},
-		// ...but a queue alone never sheds critical requests.
-		{util: T, lat: 2, wantShare: 1, wantLoad: 0.95},
-		{util: T, lat: 2, wantShare: 1, wantLoad: 0.95},
-		// Once the queue is gone the share comes down with the CPU, and what is shed is the share again.
-		{util: T - 0.5, lat: 0, wantShare: 1 - g*0.5, wantLoad: band(1 - g*0.5)},
+		// Goroutines queue while the process uses half of its CPU: neighbours, a burst, or a quota's throttling.
+		// Shedding more would not shorten that queue, so nothing is shed.
+		{util: 0.5, lat: 2, wantShare: 0, wantLoad: 0.90},
+		{util: 0.5, lat: 2, wantShare: 0, wantLoad: 0.90},
+		// At Target, a queue that lasts a second reading is the CPU's own: its excess over 1 is the error.
+		{util: T, lat: 1.5, wantShare: shareAfter(0.5), wantLoad: band(shareAfter(0.5))},
+		// A lone queue is not: a reading without one, then one with one, moves the share by the utilisation only.
+		{util: T, lat: 0.5, wantShare: shareAfter(0.5, 0), wantLoad: band(shareAfter(0.5, 0))},
+		{util: T, lat: 3, wantShare: shareAfter(0.5, 0, 0), wantLoad: band(shareAfter(0.5, 0, 0))},
+		// The error is capped at 1: a latency of 3 moves it as one of 2 does.
+		{util: T, lat: 3, wantShare: shareAfter(0.5, 0, 0, 1), wantLoad: band(shareAfter(0.5, 0, 0, 1))},
 	})
 }
 
-func TestSettledLetsALoneQueueOnABusyProcessPass(t *testing.T) {
-	k, g, T := settleKick, settleGain, DefaultSettleTarget
-	// Settle a busy process: ~30 readings at Target bring its recent utilisation above settleStarved, and a
-	// share of 0.6 stands for what the utilisation settled on.
-	u, l := &named{name: "cpu"}, &named{name: "lat"}
-	s := NewSettled(u, l, 0)
+func TestSettledReachesTheCriticalBand(t *testing.T) {
+	// A utilisation that stays far above Target sheds every ordinary request, then moves on to critical ones.
+	u := &named{name: "cpu", load: 2}
+	s := NewSettled(u, nil, 0)
 	bindSettled(s, testPolicy)
-	u.load = T
-	for range 30 {
+	readings := 0
+	for ; s.Share() < 2 && readings < 100; readings++ {
+		load, err := s.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if share := s.Share(); share > 1 && math.Abs(load-(0.98+(share-1)*0.02)) > 1e-9 {
+			t.Fatalf("share %v read as load %v, want it on the critical band", share, load)
+		}
+	}
+	// From 1 to 0.01 admitted at exp(-Gain) a reading, then 1/Gain readings through the critical band.
+	if want := int(math.Ceil(math.Log(1/settleFloor)/settleGain)) + int(1/settleGain); readings > want+1 {
+		t.Fatalf("%d readings to shed everything at twice the CPU, want about %d", readings, want)
+	}
+	if load, _ := s.Load(); load != 1.0 || s.Share() != 2 {
+		t.Fatalf("at the top: share %v load %v, want 2 and 1.0", s.Share(), load)
+	}
+	// Relief brings the critical requests back first: ordinary ones stay shed until no critical one is.
+	u.load = 0.5
+	for s.Share() > 1 {
 		if _, err := s.Load(); err != nil {
 			t.Fatal(err)
 		}
 	}
-	s.share = 0.6
-	read := func(util, lat float64) (share, load float64) {
-		t.Helper()
-		u.load, l.load = util, lat
-		got, err := s.Load()
-		if err != nil {
-			t.Fatal(err)
-		}
-		return s.Share(), got
+	if share := s.Share(); share != 1 {
+		t.Fatalf("after the critical share came down: share %v, want 1 (ordinary requests still shed)", share)
 	}
-	near := func(a, b float64) bool { return math.Abs(a-b) < 1e-9 }
-	// A lone queue sheds every ordinary request of that reading (the floor) and leaves the share, at any
-	// utilisation from half of the CPU up; above Target only the utilisation's own step moves it.
-	for _, util := range []float64{settleStarved, 0.8, T, 1.3} {
-		want := 0.6 + g*max(util-T, 0)
-		if share, load := read(util, 2); !near(share, want) || !near(load, 0.95) {
-			t.Fatalf("lone queue at utilisation %v: share %v load %v, want share %v load 0.95", util, share, load, want)
-		}
-		s.share = 0.6
-		if share, _ := read(T, 0); !near(share, 0.6) {
-			t.Fatalf("after the lone queue at %v: share %v, want 0.6", util, share)
-		}
-	}
-	// A queue that lasts into the next reading jumps the share.
-	read(T, 1.4)
-	if share, _ := read(T, 1.4); !near(share, 0.6+k*0.4) {
-		t.Fatalf("second queue in a row: share %v, want %v", share, 0.6+k*0.4)
-	}
-	read(T-0.5, 0) // the queue is gone: the share comes down with the CPU
-	if share := s.Share(); !near(share, 0.6+k*0.4-g*0.5) {
-		t.Fatalf("after the queue: share %v, want %v", share, 0.6+k*0.4-g*0.5)
-	}
-	// A lone queue on a process that uses less than half of its CPU now jumps it at once: starved, it gets the
-	// CPU in slices, and each slice's queue may be the only one it sees.
-	s.share = 0.2
-	if share, _ := read(settleStarved-0.1, 1.5); !near(share, 0.2+k*0.5) {
-		t.Fatalf("lone queue below half of the CPU: share %v, want %v", share, 0.2+k*0.5)
-	}
-}
-
-func TestSettledReachesTheCriticalBand(t *testing.T) {
-	// A utilisation that stays far above Target with every ordinary request shed moves on to critical ones.
-	var steps []step
-	share := 0.0
-	for share < settleMaxShare {
-		share = min(share+settleGain*(2-DefaultSettleTarget), settleMaxShare)
-		want := band(share)
-		if share > 1 {
-			want = 0.98 + (share-1)*0.02
-		}
-		steps = append(steps, step{util: 2, wantShare: share, wantLoad: want})
-	}
-	steps = append(steps, step{util: 2, wantShare: settleMaxShare, wantLoad: 1.0})
-	runSteps(t, steps)
-	if len(steps) > 25 {
-		t.Fatalf("%d readings to shed everything at twice the CPU", len(steps))
+	if _, err := s.Load(); err != nil || s.Share() >= 1 {
+		t.Fatalf("next reading: share %v (%v), want ordinary requests admitted again", s.Share(), err)
 	}
 }
 
 func TestSettledLeavesAFailedSignalOut(t *testing.T) {
 	gone := errors.New("gone")
-	first := settleGain*(1.96-DefaultSettleTarget) + settleKick*0.96
-	second := first + settleGain*(0.46-DefaultSettleTarget)
+	T := DefaultSettleTarget
 	runSteps(t, []step{
-		// Without the utilisation, the latency stands in for it.
-		{utilErr: gone, lat: 1.96, wantShare: first, wantLoad: 0.95}, // the latency above the band sheds every ordinary request
+		// Without the utilisation, the latency stands in for it: its excess over 1 is the error.
+		{utilErr: gone, lat: 1.5, wantShare: shareAfter(0.5), wantLoad: band(shareAfter(0.5))},
 		// Without the latency, the utilisation alone moves the share.
-		{util: 0.46, latErr: gone, wantShare: second, wantLoad: band(second)},
+		{util: 0.8, latErr: gone, wantShare: shareAfter(0.5, 0.8/T-1), wantLoad: band(shareAfter(0.5, 0.8/T-1))},
 		{utilErr: gone, latErr: gone, wantErr: true},
 		{util: math.NaN(), latErr: gone, wantErr: true},
 	})
@@ -231,8 +204,9 @@ func TestNewSettledRejectsBadArguments(t *testing.T) {
 }
 
 // plant is a process fed offered times its capacity: what it admits and what it has left over from before use
-// util = backlog + admitted (capped at maxUtil, its CPU), and beyond its capacity a backlog builds, read as a
-// latency of backlog/target.
+// util = backlog + admitted (capped at maxUtil, the most it can use: above 1 a quota it overspends before being
+// throttled, 1 where GOMAXPROCS binds), and beyond its capacity a backlog builds, read as a latency of
+// backlog/0.2.
 type plant struct {
 	offered, maxUtil, backlog float64
 }
@@ -241,51 +215,128 @@ func (p *plant) step(share float64) (util, lat float64) {
 	admitted := p.offered * (1 - min(share, 1))
 	util = min(p.backlog+admitted, p.maxUtil)
 	p.backlog = max(p.backlog+admitted-1, 0)
-	return util, min(p.backlog/0.2, schedMaxLoad)
+	return util, min(p.backlog/0.2, 2)
 }
 
 func TestSettledSettlesOnTheShareThatFits(t *testing.T) {
-	for _, offered := range []float64{1.25, 2, 4, 10} {
-		u, l := &named{name: "cpu"}, &named{name: "lat"}
-		s := NewSettled(u, l, 0)
-		bindSettled(s, testPolicy)
-		p := &plant{offered: offered, maxUtil: 1.6}
-		var shares []float64
-		for range 400 {
-			u.load, l.load = p.step(s.Share())
-			if _, err := s.Load(); err != nil {
-				t.Fatal(err)
-			}
-			shares = append(shares, s.Share())
-		}
-		want := 1 - DefaultSettleTarget/offered // the share that holds the process at Target
-		for i, got := range shares[200:] {
-			if math.Abs(got-want) > 0.02 {
-				t.Fatalf("offered %v: reading %d share %.4f, want within 0.02 of %.4f", offered, 200+i, got, want)
-			}
-		}
-		if p.backlog > 0.5 {
-			t.Fatalf("offered %v: backlog %v left after settling", offered, p.backlog)
-		}
-		// When the overload ends (0.8 of capacity offered), the share comes down within 40 readings, and the load is
-		// the reading again.
-		p.offered = 0.8
-		for i := range 40 {
-			u.load, l.load = p.step(s.Share())
-			load, err := s.Load()
-			if err != nil {
-				t.Fatal(err)
-			}
-			if s.Share() == 0 {
-				if load >= testPolicy.Lower {
-					t.Fatalf("offered %v: share 0 but load %v, want the reading below Lower", offered, load)
+	for _, maxUtil := range []float64{1.6, 1} {
+		for _, offered := range []float64{1.2, 2, 4, 10} {
+			u, l := &named{name: "cpu"}, &named{name: "lat"}
+			s := NewSettled(u, l, 0)
+			bindSettled(s, testPolicy)
+			p := &plant{offered: offered, maxUtil: maxUtil}
+			var shares []float64
+			for range 400 {
+				u.load, l.load = p.step(s.Share())
+				if _, err := s.Load(); err != nil {
+					t.Fatal(err)
 				}
-				break
+				shares = append(shares, s.Share())
 			}
-			if i == 39 {
-				t.Fatalf("offered %v: share %v after 40 readings at 0.8 of capacity, want 0", offered, s.Share())
+			want := 1 - DefaultSettleTarget/offered // the share that holds the process at Target
+			for i, got := range shares[200:] {
+				if math.Abs(got-want) > 0.02 {
+					t.Fatalf("max %v offered %v: reading %d share %.4f, want within 0.02 of %.4f", maxUtil, offered, 200+i, got, want)
+				}
+			}
+			if p.backlog > 0.05 {
+				t.Fatalf("max %v offered %v: backlog %v left after settling", maxUtil, offered, p.backlog)
+			}
+			// When the overload ends (0.8 of capacity offered), the share comes down within 60 readings, and the
+			// load is the reading again.
+			p.offered = 0.8
+			for i := range 60 {
+				u.load, l.load = p.step(s.Share())
+				load, err := s.Load()
+				if err != nil {
+					t.Fatal(err)
+				}
+				if s.Share() == 0 {
+					if load >= testPolicy.Lower {
+						t.Fatalf("offered %v: share 0 but load %v, want the reading below Lower", offered, load)
+					}
+					break
+				}
+				if i == 59 {
+					t.Fatalf("max %v offered %v: share %v after 60 readings at 0.8 of capacity, want 0", maxUtil, offered, s.Share())
+				}
 			}
 		}
+	}
+}
+
+// limitAfter feeds a Settled one reading (utilisation util, latency lat) and then the engine's count of requests
+// in flight and those the limit rejected since the last reading, and returns the limit it sets.
+func limitAfter(t *testing.T, s *Settled, u, l *named, util, lat float64, inFlight int64, gated uint64) int64 {
+	t.Helper()
+	u.load, l.load = util, lat
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	return s.nextLimit(inFlight, gated)
+}
+
+func TestSettledLimitFollowsTheQueue(t *testing.T) {
+	u, l := &named{name: "cpu"}, &named{name: "lat"}
+	s := NewSettled(u, l, 0)
+	for i, c := range []struct {
+		util, lat float64
+		inFlight  int64
+		gated     uint64
+		want      int64
+	}{
+		{0.5, 0, 40, 0, 0},                  // no queue: no limit, however many are in flight
+		{1, 1, 40, 0, 20},                   // a queue: half of what is in flight
+		{1, 2, 30, 5, 10},                   // another: half of the limit (fewer than in flight)
+		{1, 1.5, 8, 9, 4},                   // half of the fewer in flight
+		{1, 1, 1, 9, 1},                     // never below one CPU's worth
+		{0.5, 0, 1, 3, 2},                   // it rejected while the CPU had room and no queue: up by one at least
+		{0.5, 0, 2, 3, 3},                   // ...
+		{0.5, 0, 3, 3, 4},                   // ...
+		{0.5, 0, 4, 3, 5},                   // ...
+		{0.5, 0, 5, 3, 6},                   // by a quarter once that is more than one
+		{DefaultSettleTarget, 0.5, 6, 3, 6}, // at Target it holds: the CPU has no room for more
+		{0.5, 0.9, 6, 0, 0},                 // it rejected nothing: lifted
+	} {
+		if got := limitAfter(t, s, u, l, c.util, c.lat, c.inFlight, c.gated); got != c.want {
+			t.Fatalf("step %d (%+v): limit %d, want %d", i, c, got, c.want)
+		}
+		if s.Limit() != c.want {
+			t.Fatalf("step %d: Limit() = %d, want %d", i, s.Limit(), c.want)
+		}
+	}
+	// The limit grows by a quarter of itself once that is more than one.
+	s.limit = 40
+	if got := limitAfter(t, s, u, l, 0.5, 0, 40, 1); got != 50 {
+		t.Fatalf("from 40: limit %d, want 50", got)
+	}
+}
+
+func TestSettledLimitNeedsALatency(t *testing.T) {
+	u := &named{name: "cpu", load: 2}
+	s := NewSettled(u, nil, 0)
+	for range 3 {
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.nextLimit(100, 10); got != 0 {
+			t.Fatalf("without a latency signal: limit %d, want none", got)
+		}
+	}
+}
+
+func TestSettledLimitKeepsTheCPUsBusy(t *testing.T) {
+	// Over a CPU signal the lowest limit is the CPUs the process may use, rounded up: halving further would leave
+	// one idle.
+	c := &CPU{capacity: 1.5, usage: func() (time.Duration, error) { return 0, nil }, now: time.Now, sleep: func(time.Duration) {}}
+	l := &named{name: "lat", load: 2}
+	s := NewSettled(c, l, 0)
+	want := int64(min(2, runtime.GOMAXPROCS(0)))
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if got := s.nextLimit(1, 0); got != want {
+		t.Fatalf("limit %d, want %d (1.5 CPUs rounded up, at most GOMAXPROCS)", got, want)
 	}
 }
 
@@ -352,109 +403,5 @@ func TestDefaultSignalSettlesCPUBesideLatencyAndRunQueue(t *testing.T) {
 	if !strings.HasPrefix(st.Signal, "settled at 0.97 of CPU of ") || !strings.Contains(st.Signal, "scheduler latency") ||
 		!strings.Contains(st.Signal, "runnable goroutines") || len(st.Readings) != 3 {
 		t.Fatalf("Status = %+v; want the default settled signal with three readings", st)
-	}
-}
-
-// starvedSettled returns a Settled whose recent utilisation has settled at util with no queue.
-func starvedSettled(t *testing.T, util float64) (*Settled, *named, *named) {
-	t.Helper()
-	u, l := &named{name: "cpu", load: util}, &named{name: "lat"}
-	s := NewSettled(u, l, 0)
-	bindSettled(s, testPolicy)
-	for range 100 {
-		if _, err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	return s, u, l
-}
-
-func TestSettledLearnsTheCeilingOfAStarvedProcess(t *testing.T) {
-	// A process using 0.2 of its CPUs queues: it is starved. Each queueing reading lowers the ceiling by half at
-	// most, down to the recent utilisation.
-	s, u, l := starvedSettled(t, 0.2)
-	if s.ceiling != 1 {
-		t.Fatalf("ceiling %v before any queue, want 1", s.ceiling)
-	}
-	l.load = 2
-	for i, want := range []float64{0.5, 0.25, 0.2} {
-		if _, err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
-		if math.Abs(s.ceiling-want) > 0.01 {
-			t.Fatalf("queueing reading %d: ceiling %v, want %v", i, s.ceiling, want)
-		}
-	}
-	// With the queue gone the share holds the utilisation near 0.97 × 0.2 rather than running down: at 0.25 it
-	// still grows, where without a ceiling it would fall by 0.1 × (0.97 − 0.25) a reading.
-	l.load, u.load = 0, 0.25
-	before := s.Share()
-	if _, err := s.Load(); err != nil {
-		t.Fatal(err)
-	}
-	if s.Share() <= before {
-		t.Fatalf("starved at a ceiling of 0.2, utilisation 0.25: share went from %v to %v, want it to grow", before, s.Share())
-	}
-	// Well under the ceiling it comes down.
-	u.load = 0.05
-	before = s.Share()
-	if _, err := s.Load(); err != nil {
-		t.Fatal(err)
-	}
-	if s.Share() >= before {
-		t.Fatalf("utilisation 0.05 under a ceiling of about 0.2: share went from %v to %v, want it to fall", before, s.Share())
-	}
-	// The ceiling is forgotten: 0.5 % a reading, and it stops binding at 0.5.
-	for range 400 {
-		if _, err := s.Load(); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if s.ceiling != 1 {
-		t.Fatalf("ceiling %v after 400 readings without a queue, want 1", s.ceiling)
-	}
-}
-
-func TestSettledCeilingNeedsStarvation(t *testing.T) {
-	tests := []struct {
-		name        string
-		recent, now float64 // the recent utilisation and the queueing reading's
-		queueings   int
-		wantCeiling float64
-	}{
-		{"busy process queueing: not starved", 0.9, 0.9, 5, 1},
-		{"a backlog draining at full CPU after a quiet spell", 0.1, 0.95, 5, 1},
-		{"a quiet spell after a busy one", 0.9, 0.1, 1, 1},
-		{"one burst on an idle process halves it but does not bind", 0.01, 0.01, 1, 0.5},
-		{"starved: down to the recent utilisation", 0.3, 0.3, 3, 0.3},
-		{"just above half of its CPU: not starved", 0.55, 0.55, 5, 1},
-	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			s, u, l := starvedSettled(t, tt.recent)
-			u.load, l.load = tt.now, 2
-			for range tt.queueings {
-				if _, err := s.Load(); err != nil {
-					t.Fatal(err)
-				}
-			}
-			if math.Abs(s.ceiling-tt.wantCeiling) > 0.02 {
-				t.Fatalf("ceiling %v, want %v", s.ceiling, tt.wantCeiling)
-			}
-		})
-	}
-	// A ceiling at 0.5 does not bind: at 0.7 of its CPU (below Target) the share comes down at the usual rate.
-	s, u, l := starvedSettled(t, 0.01)
-	l.load = 2
-	if _, err := s.Load(); err != nil {
-		t.Fatal(err)
-	}
-	l.load, u.load = 0, 0.7
-	before := s.Share()
-	if _, err := s.Load(); err != nil {
-		t.Fatal(err)
-	}
-	if want := before + settleGain*(0.7-DefaultSettleTarget); math.Abs(s.Share()-want) > 1e-9 {
-		t.Fatalf("share %v after a lone burst, want %v as without a ceiling", s.Share(), want)
 	}
 }

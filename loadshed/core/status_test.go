@@ -33,7 +33,7 @@ func TestStatusJSON(t *testing.T) {
 	want := map[string]any{
 		"name": "api", "load": 0.97, "probability": 1.0, "critical_probability": 0.0,
 		"admitted": 0.0, "rejected": 1.0, "critical_admitted": 0.0, "critical_rejected": 0.0, "sampler_errors": 0.0,
-		"dry_run": false, "signal": "custom", "interval_seconds": 3600.0, "idle_interval_seconds": 3600.0,
+		"in_flight": 0.0, "limit": 0.0, "dry_run": false, "signal": "custom", "interval_seconds": 3600.0, "idle_interval_seconds": 3600.0,
 		"resting": false, "readings": []any{},
 	}
 	updated, _ := got["updated_at"].(string)

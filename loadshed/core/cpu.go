@@ -33,28 +33,13 @@ type CPU struct {
 	sleep      func(time.Duration)
 	// minWindow is the shortest interval measured; a sooner call repeats the last load.
 	minWindow time.Duration
-	// span is how far back each reading measures from (0: to the previous reading): a quota's period.
-	span time.Duration
 
-	mu     sync.Mutex
-	primed bool
-	// marks are the earlier counter readings a load is measured from: the oldest is at least span before the
-	// latest (or the previous reading, without a span).
-	marks []cpuMark
-	last  float64
+	mu        sync.Mutex
+	primed    bool
+	prevUsage time.Duration
+	prevAt    time.Time
+	last      float64
 }
-
-// cpuMark is a reading of the usage counter and the time just before it.
-type cpuMark struct {
-	usage time.Duration
-	at    time.Time
-}
-
-// quotaSpan is how far back the CPU of a group under a quota is measured: the period the kernel spends the quota
-// over (100 ms, the default of cgroup v1 and v2 and the one container runtimes set). Within a period the group
-// runs at up to GOMAXPROCS CPUs and then waits, throttled, so a shorter reading swings between 0 and many
-// times the quota; over a period it is the share of the quota spent.
-const quotaSpan = 100 * time.Millisecond
 
 // The sources of a CPU signal's usage.
 const (
@@ -74,12 +59,8 @@ const primeWindow = 50 * time.Millisecond
 // from the limited cgroup where one applies, else from this process).
 func NewCPU(cpus float64) *CPU {
 	p := detectCPU(hostFS{}, cpus, hostCPUs(), processUsage)
-	c := &CPU{usage: p.usage, capacity: p.capacity, perProcess: p.perProcess, source: p.source, reason: p.reason,
+	return &CPU{usage: p.usage, capacity: p.capacity, perProcess: p.perProcess, source: p.source, reason: p.reason,
 		now: time.Now, sleep: time.Sleep}
-	if p.quota {
-		c.span = quotaSpan
-	}
-	return c
 }
 
 // NewHostCPU is the host-wide CPU utilisation (gopsutil over /proc/stat): every process on the machine counts, so
@@ -124,9 +105,9 @@ func (c *CPU) Load() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
-		c.marks, c.primed = append(c.marks[:0], cpuMark{u, at}), true
+		c.prevUsage, c.prevAt, c.primed = u, at, true
 		c.sleep(max(primeWindow, c.minWindow))
-	} else if c.now().Sub(c.marks[len(c.marks)-1].at) < c.minWindow {
+	} else if c.now().Sub(c.prevAt) < c.minWindow {
 		return c.last, nil
 	}
 	before := c.now()
@@ -134,39 +115,12 @@ func (c *CPU) Load() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	from := c.from(before)
-	load, err := cpuLoad(u-from.usage, c.now().Sub(from.at), c.Capacity())
+	load, err := cpuLoad(u-c.prevUsage, c.now().Sub(c.prevAt), c.Capacity())
 	if err != nil {
 		return 0, err
 	}
-	c.last = load
-	// Keep the marks the next reading may measure from: the newest one at least span before this reading, and
-	// those after it.
-	c.marks = append(c.marks, cpuMark{u, before})
-	drop := 0
-	for drop+1 < len(c.marks) && before.Sub(c.marks[drop+1].at) >= c.span {
-		drop++
-	}
-	c.marks = append(c.marks[:0], c.marks[drop:]...)
+	c.prevUsage, c.prevAt, c.last = u, before, load
 	return load, nil
-}
-
-// from is the mark a reading at now measures from: the oldest one without a span; with one, the counter a span
-// before now, interpolated between the marks around that time (the oldest mark while there is less history).
-func (c *CPU) from(now time.Time) cpuMark {
-	t0 := now.Add(-c.span)
-	if c.span == 0 || !c.marks[0].at.Before(t0) {
-		return c.marks[0]
-	}
-	for i := 1; i < len(c.marks); i++ {
-		a, b := c.marks[i-1], c.marks[i]
-		if b.at.Before(t0) {
-			continue
-		}
-		f := float64(t0.Sub(a.at)) / float64(b.at.Sub(a.at))
-		return cpuMark{usage: a.usage + time.Duration(f*float64(b.usage-a.usage)), at: t0}
-	}
-	return c.marks[len(c.marks)-1]
 }
 
 // cpuLoad is the share of capacity CPUs that used CPU time took over elapsed wall time.

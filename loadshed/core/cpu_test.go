@@ -102,45 +102,6 @@ func TestCPUSignalMinimumWindow(t *testing.T) {
 	}
 }
 
-func TestCPUSignalOverAQuotaPeriod(t *testing.T) {
-	// A group under a 0.5 CPU quota runs flat out on two threads for 25 ms of each 100 ms period, then waits
-	// throttled: read every 20 ms, each reading measures from the reading at least a period before it, so it
-	// reads the share of the quota spent (1), not 0 or 4.
-	clk := &fakeClock{now: time.Unix(1000, 0)}
-	c := &CPU{
-		capacity: 0.5,
-		span:     quotaSpan,
-		usage:    func() (time.Duration, error) { return clk.usage, nil },
-		now:      func() time.Time { return clk.now },
-		sleep:    func(d time.Duration) { clk.now = clk.now.Add(d) },
-	}
-	if _, err := c.Load(); err != nil { // primes over 50 ms, idle
-		t.Fatal(err)
-	}
-	var loads []float64
-	for ms := 50; ms < 1000; ms++ {
-		if ms%100 < 25 {
-			clk.usage += 2 * time.Millisecond // two threads
-		}
-		clk.now = clk.now.Add(time.Millisecond)
-		if ms%20 == 19 {
-			load, err := c.Load()
-			if err != nil {
-				t.Fatal(err)
-			}
-			loads = append(loads, load)
-		}
-	}
-	for i, l := range loads[8:] { // from the second period on
-		if l < 0.9 || l > 1.1 {
-			t.Fatalf("reading %d: %v, want about 1 (the quota spent over its period); all %v", 8+i, l, loads)
-		}
-	}
-	if len(c.marks) > 7 {
-		t.Fatalf("%d marks kept, want those of one period", len(c.marks))
-	}
-}
-
 func TestNewCPUOnThisMachine(t *testing.T) {
 	c := NewCPU(0)
 	if c.Capacity() <= 0 || c.Source() == "" || c.Reason() == "" {

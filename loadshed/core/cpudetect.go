@@ -17,20 +17,17 @@ type cpuPlan struct {
 	perProcess bool
 	source     string
 	reason     string
-	quota      bool // a quota limits the group: its usage is measured over a period (quotaSpan)
 }
 
 // detectCPU chooses the usage counter and the capacity. fs holds /proc and /sys (a fixture tree in tests),
 // hostN is the host's CPU count and proc reads this process's CPU time.
 func detectCPU(fs hostFS, override float64, hostN int, proc func() (time.Duration, error)) cpuPlan {
 	limit := math.Inf(1) // the tightest of the cpuset and the quota
-	quota := false
 	var notes []string
 	// process is the plan without a readable group usage: this process's CPU time over what it may run on. why
 	// says why the group's usage is not read.
 	process := func(why string) cpuPlan {
-		p := cpuPlan{usage: proc, capacity: math.Min(limit, float64(hostN)), perProcess: true, source: SourceProcess,
-			quota: quota}
+		p := cpuPlan{usage: proc, capacity: math.Min(limit, float64(hostN)), perProcess: true, source: SourceProcess}
 		notes = append(notes, why+": reading this process's CPU time")
 		if override > 0 {
 			p.capacity, p.perProcess = override, false
@@ -100,7 +97,7 @@ func detectCPU(fs hostFS, override float64, hostN int, proc func() (time.Duratio
 	q, where, err := groupLimit(g.dir, g.top, g.readLimit)
 	switch {
 	case err == nil:
-		limit, quota = math.Min(limit, q), true
+		limit = math.Min(limit, q)
 		notes = append(notes, fmt.Sprintf("%s %s %.3g CPUs in %s", g.source, g.limitName, q, where))
 	case errors.Is(err, errUnlimited):
 		return process(fmt.Sprintf("no CPU limit applies (%s sets no %s in %s)", g.source, g.limitName, g.dir))
@@ -128,10 +125,10 @@ func detectCPU(fs hostFS, override float64, hostN int, proc func() (time.Duratio
 	usage := func() (time.Duration, error) { return readUsage(fs, usageFile, g.parseUsage) }
 	if override > 0 {
 		notes = append(notes, fmt.Sprintf("capacity set to %.3g CPUs by Config.CPUs", override))
-		return cpuPlan{usage: usage, capacity: override, source: g.source, reason: strings.Join(notes, "; "), quota: true}
+		return cpuPlan{usage: usage, capacity: override, source: g.source, reason: strings.Join(notes, "; ")}
 	}
 	notes = append(notes, "usage from "+usageFile)
-	return cpuPlan{usage: usage, capacity: limit, source: g.source, reason: strings.Join(notes, "; "), quota: true}
+	return cpuPlan{usage: usage, capacity: limit, source: g.source, reason: strings.Join(notes, "; ")}
 }
 
 func readCFSQuota(fs hostFS, dir string) (float64, error) {

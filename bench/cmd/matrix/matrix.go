@@ -54,12 +54,16 @@ func (c cell) String() string {
 	return s
 }
 
-// allowed is the CPU the app may use: its quota, or the host's CPUs.
+// allowed is the CPU the app may use: its quota, or the host's CPUs, and no more than a GOMAXPROCS set.
 func (c cell) allowed() float64 {
+	a := float64(runtime.NumCPU())
 	if c.quota.cpus > 0 {
-		return c.quota.cpus
+		a = min(a, c.quota.cpus)
 	}
-	return float64(runtime.NumCPU())
+	if n, err := strconv.Atoi(c.procs); err == nil && n > 0 {
+		a = min(a, float64(n))
+	}
+	return a
 }
 
 // cpuBound says whether the handler's capacity is its CPU (cpu, mixed), not its waiting (wait).
@@ -130,6 +134,7 @@ type row struct {
 	// unloadedP99 is the cell's reference: no shedding at ¼ capacity (beside the neighbours: at idleRate).
 	unloadedP99 time.Duration
 	cpu         float64       // cores the app used while the load ran
+	capCPU      float64       // cores it used in the cell's capacity run (0: not measured)
 	firstShed   time.Duration // a step: from the step to the end of the first 503 of a request sent after it
 	stepP99     time.Duration // a step: admitted p99 of the requests sent in its first second
 	judged      bool          // goals apply (a loadshed row, with -goals)
@@ -256,7 +261,8 @@ func (d *driver) runCell(c cell) error {
 	}
 	for _, l := range loads {
 		for _, mode := range d.p.modes {
-			r := row{cell: c, load: l.name, factor: l.factor, mode: mode, capacity: res.capacity, unloadedP99: res.unloaded.P99}
+			r := row{cell: c, load: l.name, factor: l.factor, mode: mode, capacity: res.capacity, unloadedP99: res.unloaded.P99,
+				capCPU: res.capCPU}
 			rate := l.factor * res.capacity
 			what := l.name
 			if !c.neighbours {
@@ -277,7 +283,8 @@ func (d *driver) runCell(c cell) error {
 		return nil
 	}
 	for _, mode := range d.p.modes {
-		r := row{cell: c, load: loadStep, factor: stepHigh, mode: mode, capacity: res.capacity, unloadedP99: res.unloaded.P99}
+		r := row{cell: c, load: loadStep, factor: stepHigh, mode: mode, capacity: res.capacity, unloadedP99: res.unloaded.P99,
+			capCPU: res.capCPU}
 		if r.cpu, err = d.measure(c, mode, loadStep, func(base string) scenario.Outcome {
 			high := stepHigh * res.capacity
 			parts := scenario.AttackSteps(base+"/work", []scenario.Step{{Rate: stepLow * res.capacity, D: stepBefore},

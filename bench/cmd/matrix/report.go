@@ -23,7 +23,7 @@ func (d *driver) print(w io.Writer) {
 		fmt.Fprintf(w, "| %v | %.0f | %s | %s | %s |\n", c.cell, c.capacity, cpu, scenario.Ms(c.unloaded.P50), scenario.Ms(c.unloaded.P99))
 	}
 
-	fmt.Fprintf(w, "\n| cell | load × | mode | offered req/s | goodput req/s | goodput / capacity | shed | timeouts | errors | p50 | p99 | p99 / unloaded | CPU used / allowed |%s\n",
+	fmt.Fprintf(w, "\n| cell | load × | mode | offered req/s | goodput req/s | goodput / capacity | shed | timeouts | errors | p50 | p99 | p99 / unloaded | CPU used / it can get |%s\n",
 		goalHeader(d.p.goals))
 	fmt.Fprintf(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", goalRule(d.p.goals))
 	for _, r := range d.rows {
@@ -39,7 +39,7 @@ func (d *driver) print(w io.Writer) {
 	}
 	fmt.Fprintf(w, "\nSteps (%v at %gx capacity, then %v at %gx; first 503: from the step to the answer of the first request sent after it that was shed; the rest of the columns: the %v after the step's first second):\n\n",
 		stepBefore, stepLow, stepAfter, stepHigh, stepAfter-time.Second)
-	fmt.Fprintf(w, "| cell | mode | first 503 | first-second p99 | / unloaded | goodput / capacity | shed | timeouts | p99 | p99 / unloaded | CPU used / allowed |%s\n", goalHeader(d.p.goals))
+	fmt.Fprintf(w, "| cell | mode | first 503 | first-second p99 | / unloaded | goodput / capacity | shed | timeouts | p99 | p99 / unloaded | CPU used / it can get |%s\n", goalHeader(d.p.goals))
 	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", goalRule(d.p.goals))
 	for _, r := range d.rows {
 		if r.load != loadStep {
@@ -63,7 +63,7 @@ func goalCell(on bool, r row) string {
 // tsvColumns are the TSV file's columns, in order; tsvFields gives a row's values in the same order.
 var tsvColumns = []string{"quota", "gomaxprocs", "handler", "neighbours", "load", "factor", "mode", "capacity_rps",
 	"offered_rps", "goodput_rps", "goodput_per_capacity", "total", "ok", "shed", "timeouts", "errors", "shed_frac",
-	"timeout_frac", "error_frac", "p50_ms", "p99_ms", "unloaded_p99_ms", "p99_ratio", "cpu_cores", "cpu_allowed",
+	"timeout_frac", "error_frac", "p50_ms", "p99_ms", "unloaded_p99_ms", "p99_ratio", "cpu_cores", "cpu_reach",
 	"cpu_frac", "first_shed_ms", "step_p99_ms", "goals_missed"}
 
 func tsvFields(r row) []string {
@@ -85,7 +85,7 @@ func tsvFields(r row) []string {
 		f(r.capacity), f(r.o.Offered), f(r.o.Goodput), f(r.goodputFrac()), strconv.Itoa(r.o.Total), strconv.Itoa(r.o.OK),
 		strconv.Itoa(r.o.Shed), strconv.Itoa(r.o.Timeouts), strconv.Itoa(r.o.Errors), f(r.o.ShedFrac()),
 		f(r.o.TimeoutFrac()), f(r.o.ErrFrac()), ms(r.o.P50), ms(r.o.P99), ms(r.unloadedP99), opt(r.p99Ratio()),
-		f(r.cpu), f(r.allowed()), f(r.cpuFrac()), ms(r.firstShed), ms(r.stepP99), goals}
+		f(r.cpu), f(r.reach()), f(r.cpuFrac()), ms(r.firstShed), ms(r.stepP99), goals}
 }
 
 // tsvWriter writes rows as tab-separated lines under a header line.

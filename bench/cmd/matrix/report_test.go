@@ -45,7 +45,7 @@ func TestTSVWriter(t *testing.T) {
 	for col, want := range map[string]string{"quota": "1", "gomaxprocs": "default", "handler": "cpu", "neighbours": "false",
 		"load": "2", "factor": "2", "mode": "loadshed", "capacity_rps": "1000", "offered_rps": "2000", "goodput_rps": "850",
 		"goodput_per_capacity": "0.85", "total": "20000", "ok": "8500", "shed": "11500", "timeouts": "0", "shed_frac": "0.575",
-		"p99_ms": "50", "unloaded_p99_ms": "10", "p99_ratio": "5", "cpu_cores": "0.9", "cpu_allowed": "1", "cpu_frac": "0.9",
+		"p99_ms": "50", "unloaded_p99_ms": "10", "p99_ratio": "5", "cpu_cores": "0.9", "cpu_reach": "1", "cpu_frac": "0.9",
 		"first_shed_ms": "", "goals_missed": "p99 9×; CPU 0.5"} {
 		if got := rows[0][col]; got != want {
 			t.Errorf("row 0, %s: %q, want %q", col, got, want)

@@ -44,7 +44,7 @@ func (r row) reach() float64 {
 	}
 	return r.allowed()
 }
-func (r row) p99Ratio() float64    { return ratio(r.o.P99, r.unloadedP99) }
+func (r row) p99Ratio() float64 { return ratio(r.o.P99, r.unloadedP99) }
 
 // missedGoals lists the goals a row misses, each with the value that misses it.
 func missedGoals(r row) []string {

@@ -52,9 +52,9 @@ type Config struct {
 	// Signal is the load measurement. Implement Signal for memory, queue time or any other resource.
 	//
 	// Optional. Default: DefaultSignal(CPUs), a Settled over the utilisation of the CPU the process may use
-	// beside its goroutines' scheduling latency and run queue: it moves the share it sheds gradually, holding the
-	// CPU at 0.97 of what the process may use (under a learned ceiling while starved), its goroutines' waits under
-	// 7ms and its runnable goroutines under 2 per P
+	// beside its goroutines' scheduling latency and run queue: it sheds the share of requests that holds the CPU
+	// at 0.97 of what the process may use, and while its goroutines queue for a CPU (waits over 7ms, or 2
+	// runnable goroutines per P) it limits the requests in flight
 	Signal Signal
 
 	// CPUs overrides the number of CPUs the default CPU signal divides usage by. Ignored when Signal is set.

@@ -85,6 +85,24 @@ func parseCPUStatUsage(data []byte) (time.Duration, error) {
 	return 0, errors.New("cpu.stat: no usage_usec")
 }
 
+// parseThrottled reads nr_throttled, the count of periods in which the group's quota throttled it, from a cpu.stat
+// (cgroup v1 in the cpu controller's directory, or v2).
+func parseThrottled(data []byte) (uint64, error) {
+	sc := bufio.NewScanner(bytes.NewReader(data))
+	for sc.Scan() {
+		key, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || key != "nr_throttled" {
+			continue
+		}
+		n, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64)
+		if err != nil {
+			return 0, fmt.Errorf("cpu.stat: bad nr_throttled %q", val)
+		}
+		return n, nil
+	}
+	return 0, errors.New("cpu.stat: no nr_throttled")
+}
+
 // parseCPUSet counts the CPUs of a cpuset list such as "0-3,8,10-11".
 func parseCPUSet(data []byte) (int, error) {
 	s := strings.TrimSpace(string(data))

@@ -20,6 +20,10 @@ import (
 // and the capacity the CPUs it may run on: its cpuset, capped by GOMAXPROCS. Busy neighbours then leave the load
 // untouched. Reason says which case applies and why.
 //
+// A Go process runs on at most GOMAXPROCS CPUs at once, so while GOMAXPROCS is below a group's limit (GOMAXPROCS=1
+// in a 2-CPU group) the load is the higher of the group's usage over its limit and this process's own CPU time
+// over GOMAXPROCS: either one full is a process that cannot do more.
+//
 // NewHostCPU measures the whole machine instead. Load is meant for one sampler: each call measures the interval
 // since the previous one.
 type CPU struct {
@@ -27,10 +31,15 @@ type CPU struct {
 	capacity float64                       // CPUs the usage is divided by
 	// perProcess caps the capacity by GOMAXPROCS at each reading: a Go process cannot run on more Ps.
 	perProcess bool
-	source     string
-	reason     string
-	now        func() time.Time
-	sleep      func(time.Duration)
+	// own, beside a group's usage, is this process's CPU time: the load is also that over GOMAXPROCS while
+	// GOMAXPROCS is below capacity.
+	own func() (time.Duration, error)
+	// throttle counts the periods a quota throttled the limited group (nil: unknown, or no quota).
+	throttle func() (uint64, error)
+	source   string
+	reason   string
+	now      func() time.Time
+	sleep    func(time.Duration)
 	// minWindow is the shortest interval measured; a sooner call repeats the last load.
 	minWindow time.Duration
 
@@ -38,7 +47,12 @@ type CPU struct {
 	primed    bool
 	prevUsage time.Duration
 	prevAt    time.Time
+	prevOwn   time.Duration
 	last      float64
+	// prevThrottles is the throttle count at the last reading; throttled tells whether it grew over that
+	// reading's interval.
+	prevThrottles uint64
+	throttled     bool
 }
 
 // The sources of a CPU signal's usage.
@@ -59,8 +73,8 @@ const primeWindow = 50 * time.Millisecond
 // from the limited cgroup where one applies, else from this process).
 func NewCPU(cpus float64) *CPU {
 	p := detectCPU(hostFS{}, cpus, hostCPUs(), processUsage)
-	return &CPU{usage: p.usage, capacity: p.capacity, perProcess: p.perProcess, source: p.source, reason: p.reason,
-		now: time.Now, sleep: time.Sleep}
+	return &CPU{usage: p.usage, capacity: p.capacity, perProcess: p.perProcess, own: p.ownUsage,
+		throttle: p.throttled, source: p.source, reason: p.reason, now: time.Now, sleep: time.Sleep}
 }
 
 // NewHostCPU is the host-wide CPU utilisation (gopsutil over /proc/stat): every process on the machine counts, so
@@ -75,12 +89,21 @@ func NewHostCPU() *CPU {
 // Source names where usage is read: SourceCgroupV1, SourceCgroupV2, SourceProcess or SourceHost.
 func (c *CPU) Source() string { return c.source }
 
-// Capacity is the number of CPUs the load is a fraction of.
+// Capacity is the number of CPUs the load is a fraction of: at most GOMAXPROCS, unless Config.CPUs set it.
 func (c *CPU) Capacity() float64 {
-	if c.perProcess {
+	if c.perProcess || c.own != nil {
 		return math.Min(c.capacity, float64(runtime.GOMAXPROCS(0)))
 	}
 	return c.capacity
+}
+
+// Throttled tells whether the group's quota throttled it during the interval of the last Load: its threads were
+// stopped until the next period although they had work. Always false without a quota, or where the group's
+// cpu.stat cannot be read.
+func (c *CPU) Throttled() bool {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.throttled
 }
 
 // Reason explains the choice of source and capacity.
@@ -105,7 +128,11 @@ func (c *CPU) Load() (float64, error) {
 		if err != nil {
 			return 0, err
 		}
+		if c.prevOwn, err = c.ownTime(); err != nil {
+			return 0, err
+		}
 		c.prevUsage, c.prevAt, c.primed = u, at, true
+		c.prevThrottles, _ = c.throttles()
 		c.sleep(max(primeWindow, c.minWindow))
 	} else if c.now().Sub(c.prevAt) < c.minWindow {
 		return c.last, nil
@@ -115,12 +142,48 @@ func (c *CPU) Load() (float64, error) {
 	if err != nil {
 		return 0, err
 	}
-	load, err := cpuLoad(u-c.prevUsage, c.now().Sub(c.prevAt), c.Capacity())
+	own, err := c.ownTime()
 	if err != nil {
 		return 0, err
 	}
-	c.prevUsage, c.prevAt, c.last = u, before, load
+	elapsed := c.now().Sub(c.prevAt)
+	load, err := cpuLoad(u-c.prevUsage, elapsed, c.capacity)
+	if err != nil {
+		return 0, err
+	}
+	if procs := float64(runtime.GOMAXPROCS(0)); c.perProcess && procs < c.capacity {
+		load = load * c.capacity / procs
+	} else if c.own != nil && procs < c.capacity {
+		ownLoad, err := cpuLoad(own-c.prevOwn, elapsed, procs)
+		if err != nil {
+			return 0, err
+		}
+		load = max(load, ownLoad)
+	}
+	c.prevUsage, c.prevOwn, c.prevAt, c.last = u, own, before, load
+	// A throttle count that cannot be read says nothing: the reading counts as not throttled.
+	if n, err := c.throttles(); err == nil {
+		c.throttled, c.prevThrottles = n > c.prevThrottles, n
+	} else {
+		c.throttled = false
+	}
 	return load, nil
+}
+
+// throttles reads the throttle count where there is one; 0 elsewhere.
+func (c *CPU) throttles() (uint64, error) {
+	if c.throttle == nil {
+		return 0, nil
+	}
+	return c.throttle()
+}
+
+// ownTime reads this process's CPU time where it is read beside a group's usage; 0 elsewhere.
+func (c *CPU) ownTime() (time.Duration, error) {
+	if c.own == nil {
+		return 0, nil
+	}
+	return c.own()
 }
 
 // cpuLoad is the share of capacity CPUs that used CPU time took over elapsed wall time.

@@ -3,6 +3,7 @@ package core
 import (
 	"errors"
 	"math"
+	"runtime"
 	"testing"
 	"time"
 )
@@ -150,5 +151,52 @@ func TestCPUSignalSurvivesAStalledSampler(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// A group allows more CPUs than GOMAXPROCS: the process's own CPU time over GOMAXPROCS tells when it cannot do
+// more, though the group's usage is half of its limit.
+func TestCPUGroupBeyondGOMAXPROCS(t *testing.T) {
+	defer runtime.GOMAXPROCS(runtime.GOMAXPROCS(1))
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	var group, own time.Duration
+	c := &CPU{
+		capacity: 2,
+		usage:    func() (time.Duration, error) { return group, nil },
+		own:      func() (time.Duration, error) { return own, nil },
+		now:      func() time.Time { return clk.now },
+		sleep:    func(d time.Duration) { clk.now = clk.now.Add(d) },
+	}
+	if _, err := c.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if got := c.Capacity(); got != 1 {
+		t.Fatalf("Capacity at GOMAXPROCS=1 in a 2-CPU group = %v, want 1", got)
+	}
+	step := func(groupUsed, ownUsed time.Duration) float64 {
+		t.Helper()
+		clk.now = clk.now.Add(100 * time.Millisecond)
+		group, own = group+groupUsed, own+ownUsed
+		load, err := c.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		return load
+	}
+	// The process uses its one P fully: the group is at half of its limit, the process at its ceiling.
+	if got := step(100*time.Millisecond, 95*time.Millisecond); math.Abs(got-0.95) > 1e-9 {
+		t.Fatalf("own CPU at 0.95 of GOMAXPROCS: load %v, want 0.95", got)
+	}
+	// Others in the group spend it: the group's own share binds.
+	if got := step(190*time.Millisecond, 20*time.Millisecond); math.Abs(got-0.95) > 1e-9 {
+		t.Fatalf("group at 0.95 of its limit: load %v, want 0.95", got)
+	}
+	// With GOMAXPROCS at the limit, the process's own time is not read into the load.
+	runtime.GOMAXPROCS(2)
+	if got := c.Capacity(); got != 2 {
+		t.Fatalf("Capacity at GOMAXPROCS=2 = %v, want 2", got)
+	}
+	if got := step(100*time.Millisecond, 100*time.Millisecond); math.Abs(got-0.5) > 1e-9 {
+		t.Fatalf("GOMAXPROCS=2, group at half: load %v, want 0.5", got)
 	}
 }

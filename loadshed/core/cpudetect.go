@@ -15,8 +15,14 @@ type cpuPlan struct {
 	usage      func() (time.Duration, error)
 	capacity   float64
 	perProcess bool
-	source     string
-	reason     string
+	// ownUsage, for a group's usage, is this process's CPU time, read beside it while GOMAXPROCS is below the
+	// group's limit.
+	ownUsage func() (time.Duration, error)
+	// throttled, for a group's usage, reads the count of periods the quota throttled the limited group; nil when
+	// it cannot be read.
+	throttled func() (uint64, error)
+	source    string
+	reason    string
 }
 
 // detectCPU chooses the usage counter and the capacity. fs holds /proc and /sys (a fixture tree in tests),
@@ -127,8 +133,17 @@ func detectCPU(fs hostFS, override float64, hostN int, proc func() (time.Duratio
 		notes = append(notes, fmt.Sprintf("capacity set to %.3g CPUs by Config.CPUs", override))
 		return cpuPlan{usage: usage, capacity: override, source: g.source, reason: strings.Join(notes, "; ")}
 	}
-	notes = append(notes, "usage from "+usageFile)
-	return cpuPlan{usage: usage, capacity: limit, source: g.source, reason: strings.Join(notes, "; ")}
+	notes = append(notes, "usage from "+usageFile, "this process's own CPU time over GOMAXPROCS while that is lower")
+	plan := cpuPlan{usage: usage, capacity: limit, ownUsage: proc, source: g.source}
+	statFile := where + "/cpu.stat"
+	if _, err := readUsage(fs, statFile, parseThrottled); err == nil {
+		plan.throttled = func() (uint64, error) { return readUsage(fs, statFile, parseThrottled) }
+		notes = append(notes, "throttling from "+statFile)
+	} else {
+		notes = append(notes, "throttling unknown ("+err.Error()+")")
+	}
+	plan.reason = strings.Join(notes, "; ")
+	return plan
 }
 
 func readCFSQuota(fs hostFS, dir string) (float64, error) {
@@ -143,10 +158,11 @@ func readCFSQuota(fs hostFS, dir string) (float64, error) {
 	return parseCFSQuota(q, p)
 }
 
-func readUsage(fs hostFS, file string, parse func([]byte) (time.Duration, error)) (time.Duration, error) {
+func readUsage[T any](fs hostFS, file string, parse func([]byte) (T, error)) (T, error) {
 	data, err := fs.read(file)
 	if err != nil {
-		return 0, err
+		var zero T
+		return zero, err
 	}
 	return parse(data)
 }

@@ -1,6 +1,7 @@
 package core
 
 import (
+	"errors"
 	"math"
 	"strings"
 	"testing"
@@ -287,5 +288,111 @@ func TestDetectCPU(t *testing.T) {
 				t.Errorf("usage() = %v, %v; want %v", u, err, tt.usage)
 			}
 		})
+	}
+}
+
+func TestDetectCPUReadsTheLimitedGroupsThrottling(t *testing.T) {
+	proc := func() (time.Duration, error) { return time.Second, nil }
+	tests := []struct {
+		name  string
+		files map[string]string
+		want  uint64 // 0: no throttle counter
+	}{
+		{
+			name: "v2: the pod's quota binds, so its count",
+			files: map[string]string{
+				"/proc/self/cgroup":                         "0::/kubepods/pod1/ctr\n",
+				"/proc/self/mountinfo":                      miV2,
+				"/sys/fs/cgroup/kubepods/pod1/ctr/cpu.max":  "max 100000\n",
+				"/sys/fs/cgroup/kubepods/pod1/ctr/cpu.stat": "usage_usec 2500\nnr_throttled 3\n",
+				"/sys/fs/cgroup/kubepods/pod1/cpu.max":      "100000 100000\n",
+				"/sys/fs/cgroup/kubepods/pod1/cpu.stat":     "usage_usec 9000\nnr_periods 40\nnr_throttled 17\n",
+			},
+			want: 17,
+		},
+		{
+			name: "v1: the cpu controller's cpu.stat",
+			files: map[string]string{
+				"/proc/self/cgroup":                         "5:cpuset:/\n3:cpuacct:/shop\n2:cpu:/shop\n0::/\n",
+				"/proc/self/mountinfo":                      miV1Separate,
+				"/sys/fs/cgroup/cpu/shop/cpu.cfs_quota_us":  "50000\n",
+				"/sys/fs/cgroup/cpu/shop/cpu.cfs_period_us": "100000\n",
+				"/sys/fs/cgroup/cpu/shop/cpu.stat":          "nr_periods 9\nnr_throttled 4\nthrottled_time 12\n",
+				"/sys/fs/cgroup/cpuacct/shop/cpuacct.usage": "11\n",
+			},
+			want: 4,
+		},
+		{
+			name: "v2 without the count: unknown, never throttled",
+			files: map[string]string{
+				"/proc/self/cgroup":         "0::/k\n",
+				"/proc/self/mountinfo":      miV2,
+				"/sys/fs/cgroup/k/cpu.max":  "50000 100000\n",
+				"/sys/fs/cgroup/k/cpu.stat": "usage_usec 2500\n",
+			},
+		},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p := detectCPU(hostFS{root: writeTree(t, tt.files)}, 0, 4, proc)
+			if p.source == SourceProcess {
+				t.Fatalf("detectCPU fell back to the process: %s", p.reason)
+			}
+			if tt.want == 0 {
+				if p.throttled != nil || !strings.Contains(p.reason, "throttling unknown") {
+					t.Fatalf("a cpu.stat without nr_throttled gave a throttle counter (%s)", p.reason)
+				}
+				return
+			}
+			if p.throttled == nil {
+				t.Fatalf("no throttle counter: %s", p.reason)
+			}
+			if n, err := p.throttled(); err != nil || n != tt.want {
+				t.Fatalf("throttled() = %v, %v; want %v", n, err, tt.want)
+			}
+		})
+	}
+}
+
+func TestCPUTellsAThrottledInterval(t *testing.T) {
+	clk := &fakeClock{now: time.Unix(1000, 0)}
+	var used time.Duration
+	var throttles uint64
+	var throttleErr error
+	c := &CPU{
+		capacity: 1,
+		usage:    func() (time.Duration, error) { return used, nil },
+		throttle: func() (uint64, error) { return throttles, throttleErr },
+		now:      func() time.Time { return clk.now },
+		sleep:    func(d time.Duration) { clk.now = clk.now.Add(d) },
+	}
+	read := func(newThrottles uint64) bool {
+		t.Helper()
+		clk.now, used, throttles = clk.now.Add(20*time.Millisecond), used+10*time.Millisecond, newThrottles
+		if _, err := c.Load(); err != nil {
+			t.Fatal(err)
+		}
+		return c.Throttled()
+	}
+	if read(0) {
+		t.Fatal("the first reading counts as throttled")
+	}
+	if !read(2) {
+		t.Fatal("a count that grew is not a throttled interval")
+	}
+	if read(2) {
+		t.Fatal("a count that stayed is a throttled interval")
+	}
+	throttleErr = errors.New("gone")
+	if read(5) {
+		t.Fatal("an unreadable count is a throttled interval")
+	}
+	throttleErr = nil
+	if !read(6) || read(6) {
+		t.Fatal("after a failed read the count is not followed again")
+	}
+	// A process without a quota is never throttled.
+	if (&CPU{}).Throttled() {
+		t.Fatal("a CPU without a throttle counter says throttled")
 	}
 }

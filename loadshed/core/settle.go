@@ -185,7 +185,7 @@ func (s *Settled) Load() (float64, error) {
 		s.used, e = lat, lat-1
 	}
 	queued := latOK && lat >= 1
-	if queued && s.queued && s.used >= s.target { // a queue beside a CPU with room is not this CPU's shortage
+	if queued && s.queued && (s.used >= s.target || !s.throttled()) {
 		e = max(e, lat-1)
 	}
 	s.queued = queued
@@ -210,6 +210,13 @@ func (s *Settled) step(e float64) {
 	if s.admit <= settleFloor {
 		s.share = 1 + s.crit
 	}
+}
+
+// throttled tells whether a quota throttled the process over the last reading: then a queue below the target is
+// the wake-up to what arrived while it was stopped, not a CPU it cannot get.
+func (s *Settled) throttled() bool {
+	c, ok := s.util.(interface{ Throttled() bool })
+	return ok && c.Throttled()
 }
 
 // nextLimit moves the in-flight limit after a reading, given the requests in flight now and those the limit

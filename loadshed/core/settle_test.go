@@ -91,21 +91,52 @@ func TestSettledMovesByTheSameFractionAtAnyShare(t *testing.T) {
 	}
 }
 
-func TestSettledCountsAQueueOnlyBesideAFullCPU(t *testing.T) {
+// throttling is a utilisation signal of a group with a quota that tells whether the quota stopped it.
+type throttling struct {
+	named
+	throttled bool
+}
+
+func (t *throttling) Throttled() bool { return t.throttled }
+
+func TestSettledCountsALastingQueueUnlessAQuotaStoppedTheProcess(t *testing.T) {
 	T := DefaultSettleTarget
-	runSteps(t, []step{
-		// Goroutines queue while the process uses half of its CPU: neighbours, a burst, or a quota's throttling.
-		// Shedding more would not shorten that queue, so nothing is shed.
-		{util: 0.5, lat: 2, wantShare: 0, wantLoad: 0.90},
-		{util: 0.5, lat: 2, wantShare: 0, wantLoad: 0.90},
-		// At Target, a queue that lasts a second reading is the CPU's own: its excess over 1 is the error.
-		{util: T, lat: 1.5, wantShare: shareAfter(0.5), wantLoad: band(shareAfter(0.5))},
+	u, l := &throttling{named: named{name: "cpu"}}, &named{name: "lat"}
+	s := NewSettled(u, l, 0)
+	bindSettled(s, testPolicy)
+	steps := []struct {
+		util, lat float64
+		throttled bool
+		want      float64
+	}{
+		// The quota throttled the process, and it used less than Target: its goroutines queue on the wake-up to
+		// what arrived while it was stopped, a burst that shedding more would not shorten. Nothing is shed.
+		{0.5, 2, true, 0},
+		{0.5, 2, true, 0},
+		// At Target the same queue is the CPU's own: its excess over 1 is the error.
+		{T, 1.5, true, shareAfter(0.5)},
 		// A lone queue is not: a reading without one, then one with one, moves the share by the utilisation only.
-		{util: T, lat: 0.5, wantShare: shareAfter(0.5, 0), wantLoad: band(shareAfter(0.5, 0))},
-		{util: T, lat: 3, wantShare: shareAfter(0.5, 0, 0), wantLoad: band(shareAfter(0.5, 0, 0))},
+		{T, 0.5, false, shareAfter(0.5, 0)},
+		{T, 3, false, shareAfter(0.5, 0, 0)},
 		// The error is capped at 1: a latency of 3 moves it as one of 2 does.
-		{util: T, lat: 3, wantShare: shareAfter(0.5, 0, 0, 1), wantLoad: band(shareAfter(0.5, 0, 0, 1))},
-	})
+		{T, 3, false, shareAfter(0.5, 0, 0, 1)},
+		// Below Target without throttling, a queue that lasts is a process that gets less CPU than it may use
+		// (neighbours take it): the queue's excess moves the share.
+		{0.5, 2, false, shareAfter(0.5, 0, 0, 1, 1)},
+		// It comes back by the utilisation's shortfall once the queue is gone.
+		{0.5, 0.5, false, shareAfter(0.5, 0, 0, 1, 1, 0.5/T-1)},
+	}
+	for i, st := range steps {
+		u.load, u.throttled, l.load = st.util, st.throttled, st.lat
+		got, err := s.Load()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if math.Abs(s.Share()-st.want) > 1e-9 || math.Abs(got-band(st.want)) > 1e-9 {
+			t.Fatalf("step %d (util %v, lat %v, throttled %v): share %v load %v; want share %v load %v",
+				i, st.util, st.lat, st.throttled, s.Share(), got, st.want, band(st.want))
+		}
+	}
 }
 
 func TestSettledReachesTheCriticalBand(t *testing.T) {

@@ -77,6 +77,9 @@ func missedGoals(r row) []string {
 		if r.o.Timeouts > 0 {
 			miss("timeouts %s", scenario.Pct(r.o.TimeoutFrac()))
 		}
+		if r.onset.Timeouts > 0 {
+			miss("%d timeouts in the onset", r.onset.Timeouts)
+		}
 		if q := r.p99Ratio(); !(q <= maxP99Ratio) {
 			miss("p99 %s > %g× unloaded", times(q), maxP99Ratio)
 		}

@@ -104,9 +104,9 @@ func (p params) plan(c cell) (runs int, expected time.Duration) {
 	add(1, p.duration) // the unloaded reference
 	switch {
 	case c.neighbours:
-		add(2*len(p.modes), p.duration)
+		add(2*len(p.modes), p.warm+p.duration)
 	default:
-		add(len(p.loads)*len(p.modes), p.duration)
+		add(len(p.loads)*len(p.modes), p.warm+p.duration)
 		if p.step && c.cpuBound() {
 			add(len(p.modes), stepBefore+stepAfter)
 		}
@@ -130,7 +130,8 @@ type row struct {
 	factor   float64 // offered / capacity (a step: after the step)
 	mode     string
 	capacity float64
-	o        scenario.Outcome // a step: the part after its first second
+	o        scenario.Outcome // after the onset; a step: the part after its first second
+	onset    scenario.Outcome // a loaded run's first -warm
 	// unloadedP99 is the cell's reference: no shedding at ¼ capacity (beside the neighbours: at idleRate).
 	unloadedP99 time.Duration
 	cpu         float64       // cores the app used while the load ran
@@ -269,9 +270,9 @@ func (d *driver) runCell(c cell) error {
 				what += "x"
 			}
 			if r.cpu, err = d.measure(c, mode, what, func(base string) scenario.Outcome {
-				r.o = scenario.Attack(base+"/work", rate, d.p.duration, d.p.timeout)
+				r.onset, r.o = scenario.AttackAfter(base+"/work", rate, d.p.warm, d.p.duration, d.p.timeout)
 				return r.o
-			}, d.p.duration); err != nil {
+			}, d.p.warm+d.p.duration); err != nil {
 				return err
 			}
 			if err := d.add(r); err != nil {

@@ -31,6 +31,7 @@ type params struct {
 	neighbours  bool
 	goals       bool
 	duration    time.Duration
+	warm        time.Duration // a loaded run's onset, reported apart from its steady part
 	timeout     time.Duration
 	capacityRun time.Duration // the closed loop that measures a cell's capacity
 	out         string
@@ -56,6 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	fs.BoolVar(&p.neighbours, "neighbours", false, "also run the app with no limit beside one busy loop per CPU: idle (20 req/s) and starved (2x what it serves beside them)")
 	fs.BoolVar(&p.goals, "goals", true, "append to each loadshed row the goals it misses")
 	fs.DurationVar(&p.duration, "duration", 10*time.Second, "length of each run (and of each cell's unloaded reference)")
+	fs.DurationVar(&p.warm, "warm", 2*time.Second, "the onset of each loaded run, before the part its p99, goodput and shed are measured over (its timeouts count too)")
 	fs.DurationVar(&p.timeout, "timeout", 2*time.Second, "client timeout of each request")
 	fs.DurationVar(&p.capacityRun, "capacity-run", 5*time.Second, "length of the closed loop that measures each cell's capacity")
 	fs.StringVar(&p.out, "out", "", "TSV file of the raw rows (default results/matrix-<UTC timestamp>.tsv)")
@@ -85,6 +87,9 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		if d <= 0 {
 			return params{}, fmt.Errorf("%s: must be positive, got %v", name, d)
 		}
+	}
+	if p.warm < 0 {
+		return params{}, fmt.Errorf("-warm: must not be negative, got %v", p.warm)
 	}
 	if p.out == "" {
 		p.out = filepath.Join("results", "matrix-"+time.Now().UTC().Format("20060102T150405Z")+".tsv")

@@ -60,6 +60,7 @@ func TestParseFlagsRejects(t *testing.T) {
 		{[]string{"-modes", "plain,bbr"}, `-modes: unknown "bbr"`},
 		{[]string{"-modes", "plain,plain"}, `-modes: "plain" given twice`},
 		{[]string{"-duration", "0s"}, "-duration: must be positive"},
+		{[]string{"-warm", "-1s"}, "-warm: must not be negative"},
 		{[]string{"-timeout", "-1s"}, "-timeout: must be positive"},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
@@ -95,10 +96,11 @@ func TestCellsAndPlan(t *testing.T) {
 	if wantRuns := 2*6 + 2*3 + 6; runs != wantRuns {
 		t.Errorf("%d runs, want %d", runs, wantRuns)
 	}
-	o := appOverhead
-	cpuCell := (5*time.Second + o) + (3*time.Second + o) + 2*(3*time.Second+o) + 2*(10*time.Second+o)
-	waitCell := 3 * (3*time.Second + o)
-	nbCell := (5*time.Second + o) + 5*(3*time.Second+o)
+	// A loaded run is its 2 s onset (-warm) and then -duration.
+	o, loaded := appOverhead, 5*time.Second
+	cpuCell := (5*time.Second + o) + (3*time.Second + o) + 2*(loaded+o) + 2*(10*time.Second+o)
+	waitCell := (3*time.Second + o) + 2*(loaded+o)
+	nbCell := (5*time.Second + o) + (3*time.Second + o) + 4*(loaded+o)
 	if want := 2*cpuCell + 2*waitCell + nbCell; total != want {
 		t.Errorf("expected run time %v, want %v", total, want)
 	}

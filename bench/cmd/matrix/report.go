@@ -23,6 +23,8 @@ func (d *driver) print(w io.Writer) {
 		fmt.Fprintf(w, "| %v | %.0f | %s | %s | %s |\n", c.cell, c.capacity, cpu, scenario.Ms(c.unloaded.P50), scenario.Ms(c.unloaded.P99))
 	}
 
+	fmt.Fprintf(w, "\nEach loaded row is measured over %v after an onset of %v at the same rate (its timeouts are counted in the goals; the step rows show the onset itself). The app's CPU covers both.\n",
+		d.p.duration, d.p.warm)
 	fmt.Fprintf(w, "\n| cell | load × | mode | offered req/s | goodput req/s | goodput / capacity | shed | timeouts | errors | p50 | p99 | p99 / unloaded | CPU used / it can get |%s\n",
 		goalHeader(d.p.goals))
 	fmt.Fprintf(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", goalRule(d.p.goals))
@@ -64,7 +66,7 @@ func goalCell(on bool, r row) string {
 var tsvColumns = []string{"quota", "gomaxprocs", "handler", "neighbours", "load", "factor", "mode", "capacity_rps",
 	"offered_rps", "goodput_rps", "goodput_per_capacity", "total", "ok", "shed", "timeouts", "errors", "shed_frac",
 	"timeout_frac", "error_frac", "p50_ms", "p99_ms", "unloaded_p99_ms", "p99_ratio", "cpu_cores", "cpu_reach",
-	"cpu_frac", "first_shed_ms", "step_p99_ms", "goals_missed"}
+	"cpu_frac", "first_shed_ms", "step_p99_ms", "onset_total", "onset_timeouts", "onset_p99_ms", "goals_missed"}
 
 func tsvFields(r row) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
@@ -85,7 +87,8 @@ func tsvFields(r row) []string {
 		f(r.capacity), f(r.o.Offered), f(r.o.Goodput), f(r.goodputFrac()), strconv.Itoa(r.o.Total), strconv.Itoa(r.o.OK),
 		strconv.Itoa(r.o.Shed), strconv.Itoa(r.o.Timeouts), strconv.Itoa(r.o.Errors), f(r.o.ShedFrac()),
 		f(r.o.TimeoutFrac()), f(r.o.ErrFrac()), ms(r.o.P50), ms(r.o.P99), ms(r.unloadedP99), opt(r.p99Ratio()),
-		f(r.cpu), f(r.reach()), f(r.cpuFrac()), ms(r.firstShed), ms(r.stepP99), goals}
+		f(r.cpu), f(r.reach()), f(r.cpuFrac()), ms(r.firstShed), ms(r.stepP99), strconv.Itoa(r.onset.Total),
+		strconv.Itoa(r.onset.Timeouts), ms(r.onset.P99), goals}
 }
 
 // tsvWriter writes rows as tab-separated lines under a header line.

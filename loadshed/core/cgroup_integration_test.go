@@ -50,6 +50,10 @@ type childReading struct {
 	Default  float64 `json:"default"`  // DefaultSignal(0) on the adapters' default bands, the peak over the window
 	Pressure float64 `json:"pressure"` // NewPressure(), -1 when unavailable
 	PSIFile  string  `json:"psi_file"`
+	// Throttled is how many of the window's readings of a CPU signal saw its quota throttle the group, of
+	// Readings.
+	Throttled int `json:"throttled"`
+	Readings  int `json:"readings"`
 	// Used is the child's CPU time over the window as the kernel accounts it, in CPUs.
 	Used float64 `json:"used"`
 	Err  string  `json:"err"`
@@ -85,6 +89,7 @@ func TestCgroupChild(t *testing.T) {
 		}
 	}
 	cpuSig, host, sched, runq, def := NewCPU(0), NewHostCPU(), NewSchedLatency(0), NewRunQueue(0), DefaultSignal(0)
+	paced := NewCPU(0) // read every 20ms, for its throttling
 	psi, psiErr := NewPressure()
 	r := childReading{Source: cpuSig.Source(), Capacity: cpuSig.Capacity(), Reason: cpuSig.Reason(), Pressure: -1}
 	if psiErr == nil {
@@ -94,6 +99,7 @@ func TestCgroupChild(t *testing.T) {
 	time.Sleep(300 * time.Millisecond) // let a quota settle into its steady state
 	_, _ = cpuSig.Load()
 	_, _ = host.Load()
+	_, _ = paced.Load()
 	used0, err := kernelCPUTime()
 	if err != nil {
 		r.Err = err.Error()
@@ -104,8 +110,13 @@ func TestCgroupChild(t *testing.T) {
 		s, err1 := sched.Load()
 		q, err2 := runq.Load()
 		d, err3 := def.Load()
-		if err1 != nil || err2 != nil || err3 != nil {
-			r.Err = fmt.Sprint(err1, err2, err3)
+		_, err4 := paced.Load()
+		if err1 != nil || err2 != nil || err3 != nil || err4 != nil {
+			r.Err = fmt.Sprint(err1, err2, err3, err4)
+		}
+		r.Readings++
+		if paced.Throttled() {
+			r.Throttled++
 		}
 		r.Sched, r.RunQ, r.Default = math.Max(r.Sched, s), math.Max(r.RunQ, q), math.Max(r.Default, d)
 	}
@@ -257,6 +268,52 @@ func TestRealCgroupHalfCPU(t *testing.T) {
 		busyNeighbours(t)
 		r := runChild(t, "idle", e, nil)
 		assertIdle(t, r)
+		if r.Throttled != 0 {
+			t.Fatalf("an idle child's quota throttled it at %d of %d readings", r.Throttled, r.Readings)
+		}
+	})
+
+	t.Run("burning two Ps in half a CPU: throttled", func(t *testing.T) {
+		r := runChild(t, "burn", e, []string{"GOMAXPROCS=2"})
+		// Two threads spend 50ms of quota in 25ms of each 100ms period, then wait: the group is throttled once
+		// a period, and a fifth of the 20ms readings see the count grow.
+		if r.Readings == 0 || r.Throttled < r.Readings/10 {
+			t.Fatalf("a child burning twice its quota was throttled at %d of %d readings, want at least a tenth",
+				r.Throttled, r.Readings)
+		}
+	})
+}
+
+// GOMAXPROCS=1 in a 2-CPU group (what automaxprocs sets in a pod whose limit rounds down to 1, or a service that
+// sets it): the process can use one CPU, and its load is its own CPU over that one.
+func TestRealGOMAXPROCSBelowTheQuota(t *testing.T) {
+	requireIntegration(t, runtime.NumCPU() >= 2, "a 2-CPU quota needs a host of 2 CPUs or more")
+	e, g := newGroups(t, []string{"cpu", "cpuacct"}, false)
+	setQuota(t, g["cpu"], 2)
+	one := []string{"GOMAXPROCS=1"}
+
+	t.Run("burning its one P: full", func(t *testing.T) {
+		r := runChild(t, "burn", e, one)
+		if r.Source != SourceCgroupV1 || r.Capacity != 1 {
+			t.Fatalf("child saw %s with %g CPUs (%s), want the group's usage with a capacity of GOMAXPROCS, 1",
+				r.Source, r.Capacity, r.Reason)
+		}
+		if math.Abs(r.CPU-r.Used) > 0.12 {
+			t.Fatalf("CPU signal read %.3f; the kernel accounted %.3f CPUs, of the one P", r.CPU, r.Used)
+		}
+		if r.Throttled != 0 {
+			t.Fatalf("one thread in a 2-CPU quota was throttled at %d of %d readings", r.Throttled, r.Readings)
+		}
+	})
+
+	t.Run("queueing on its one P: the default sheds everything ordinary", func(t *testing.T) {
+		r := runChild(t, "queue", e, one)
+		// Not throttled, the queue lasts: its excess takes the share to every ordinary request within the 2s,
+		// whatever CPU the child got (the quota's half of it, or less beside other work).
+		if r.Sched < 1 && r.RunQ < 1 || r.Default < 0.95 {
+			t.Fatalf("queueing child read scheduling latency %.3f, run queue %.3f, default %.3f (used %.3f CPUs); "+
+				"want a queue and the default at Upper (0.95) or above", r.Sched, r.RunQ, r.Default, r.Used)
+		}
 	})
 }
 
@@ -302,10 +359,9 @@ func TestRealNoLimit(t *testing.T) {
 			t.Fatalf("queueing child read scheduling latency %.3f, run queue %.3f, default %.3f; want both above 1 "+
 				"and the default at Lower (0.9) or above", r.Sched, r.RunQ, r.Default)
 		}
-		// A queue on a process that has its CPU is its own: the default sheds every ordinary request within the
-		// two seconds. (Beside busy neighbours the child gets less than its CPU and the queue is theirs: the
-		// in-flight limit, not the share, answers it.)
-		if r.Used >= DefaultSettleTarget*r.Capacity && r.Default < 0.95 {
+		// A queue that lasts, with no quota to throttle the process, is its CPU's: the default sheds every
+		// ordinary request within the two seconds, whether the child had its CPUs or other work took some.
+		if r.Default < 0.95 {
 			t.Fatalf("queueing child used %.3f of %g CPUs and the default read %.3f; want Upper (0.95) or above",
 				r.Used, r.Capacity, r.Default)
 		}

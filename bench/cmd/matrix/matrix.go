@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"runtime"
 	"strconv"
+	"syscall"
 	"time"
 
 	"github.com/fiberguard/fiberguard/bench/internal/scenario"
@@ -135,6 +136,7 @@ type row struct {
 	// unloadedP99 is the cell's reference: no shedding at ¼ capacity (beside the neighbours: at idleRate).
 	unloadedP99 time.Duration
 	cpu         float64       // cores the app used while the load ran
+	driverCPU   float64       // cores the load generator used meanwhile
 	capCPU      float64       // cores it used in the cell's capacity run (0: not measured)
 	firstShed   time.Duration // a step: from the step to the end of the first 503 of a request sent after it
 	stepP99     time.Duration // a step: admitted p99 of the requests sent in its first second
@@ -156,6 +158,8 @@ type driver struct {
 	ahead   time.Duration // expected time of the runs not yet done
 	results []cellResult
 	rows    []row
+	// driverCPU is the cores this process (the load generator) used during the last measurement.
+	driverCPU float64
 }
 
 // run measures every cell, writes the rows to p.out as they come and prints the tables on stdout.
@@ -275,6 +279,7 @@ func (d *driver) runCell(c cell) error {
 			}, d.p.warm+d.p.duration); err != nil {
 				return err
 			}
+			r.driverCPU = d.driverCPU
 			if err := d.add(r); err != nil {
 				return err
 			}
@@ -298,6 +303,7 @@ func (d *driver) runCell(c cell) error {
 		}, stepBefore+stepAfter); err != nil {
 			return err
 		}
+		r.driverCPU = d.driverCPU
 		if err := d.add(r); err != nil {
 			return err
 		}
@@ -323,14 +329,25 @@ func (d *driver) measure(c cell, mode, what string, f func(base string) scenario
 	defer d.clean.Add(a.Stop)()
 	time.Sleep(settle)
 	var o scenario.Outcome
+	own0 := ownCPU()
 	cpu, wall, err := a.CPUDuring(func() { o = f(a.Base) })
 	if err != nil {
 		return 0, err
 	}
+	d.driverCPU = (ownCPU() - own0).Seconds() / wall.Seconds()
 	if o.Total > 0 {
-		log.Printf("  %+v; app CPU %.2f", o, cpu.Seconds()/wall.Seconds())
+		log.Printf("  %+v; app CPU %.2f, load generator CPU %.2f", o, cpu.Seconds()/wall.Seconds(), d.driverCPU)
 	}
 	return cpu.Seconds() / wall.Seconds(), nil
+}
+
+// ownCPU is this process's CPU time: the load generator's, beside the app on the same CPUs.
+func ownCPU() time.Duration {
+	var ru syscall.Rusage
+	if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // add judges a row, keeps it and writes it to the TSV file at once, so that an interrupted run keeps its rows.

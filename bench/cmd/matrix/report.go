@@ -25,16 +25,16 @@ func (d *driver) print(w io.Writer) {
 
 	fmt.Fprintf(w, "\nEach loaded row is measured over %v after an onset of %v at the same rate (its timeouts are counted in the goals; the step rows show the onset itself). The app's CPU covers both.\n",
 		d.p.duration, d.p.warm)
-	fmt.Fprintf(w, "\n| cell | load × | mode | offered req/s | goodput req/s | goodput / capacity | shed | timeouts | errors | p50 | p99 | p99 / unloaded | CPU used / it can get |%s\n",
+	fmt.Fprintf(w, "\n| cell | load × | mode | offered req/s | goodput req/s | goodput / capacity | shed | timeouts | errors | p50 | p99 | p99 / unloaded | CPU used / it can get | load generator CPU |%s\n",
 		goalHeader(d.p.goals))
-	fmt.Fprintf(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", goalRule(d.p.goals))
+	fmt.Fprintf(w, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", goalRule(d.p.goals))
 	for _, r := range d.rows {
 		if r.load == loadStep {
 			continue
 		}
-		fmt.Fprintf(w, "| %v | %s | %s | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %.2f |%s\n", r.cell, r.load, r.mode,
+		fmt.Fprintf(w, "| %v | %s | %s | %.0f | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %.2f | %.2f |%s\n", r.cell, r.load, r.mode,
 			r.o.Offered, r.o.Goodput, r.goodputFrac(), scenario.Pct(r.o.ShedFrac()), scenario.Pct(r.o.TimeoutFrac()),
-			scenario.Pct(r.o.ErrFrac()), scenario.Ms(r.o.P50), scenario.Ms(r.o.P99), times(r.p99Ratio()), r.cpuFrac(), goalCell(d.p.goals, r))
+			scenario.Pct(r.o.ErrFrac()), scenario.Ms(r.o.P50), scenario.Ms(r.o.P99), times(r.p99Ratio()), r.cpuFrac(), r.driverCPU, goalCell(d.p.goals, r))
 	}
 	if !d.p.step {
 		return
@@ -66,7 +66,7 @@ func goalCell(on bool, r row) string {
 var tsvColumns = []string{"quota", "gomaxprocs", "handler", "neighbours", "load", "factor", "mode", "capacity_rps",
 	"offered_rps", "goodput_rps", "goodput_per_capacity", "total", "ok", "shed", "timeouts", "errors", "shed_frac",
 	"timeout_frac", "error_frac", "p50_ms", "p99_ms", "unloaded_p99_ms", "p99_ratio", "cpu_cores", "cpu_reach",
-	"cpu_frac", "first_shed_ms", "step_p99_ms", "onset_total", "onset_timeouts", "onset_p99_ms", "goals_missed"}
+	"cpu_frac", "driver_cpu_cores", "first_shed_ms", "step_p99_ms", "onset_total", "onset_timeouts", "onset_p99_ms", "goals_missed"}
 
 func tsvFields(r row) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
@@ -87,7 +87,7 @@ func tsvFields(r row) []string {
 		f(r.capacity), f(r.o.Offered), f(r.o.Goodput), f(r.goodputFrac()), strconv.Itoa(r.o.Total), strconv.Itoa(r.o.OK),
 		strconv.Itoa(r.o.Shed), strconv.Itoa(r.o.Timeouts), strconv.Itoa(r.o.Errors), f(r.o.ShedFrac()),
 		f(r.o.TimeoutFrac()), f(r.o.ErrFrac()), ms(r.o.P50), ms(r.o.P99), ms(r.unloadedP99), opt(r.p99Ratio()),
-		f(r.cpu), f(r.reach()), f(r.cpuFrac()), ms(r.firstShed), ms(r.stepP99), strconv.Itoa(r.onset.Total),
+		f(r.cpu), f(r.reach()), f(r.cpuFrac()), f(r.driverCPU), ms(r.firstShed), ms(r.stepP99), strconv.Itoa(r.onset.Total),
 		strconv.Itoa(r.onset.Timeouts), ms(r.onset.P99), goals}
 }
 

@@ -15,10 +15,14 @@ import (
 // may use (default: NewCPU) and whether its goroutines queue for a CPU (a latency signal at 1 or more; default:
 // the higher of NewSchedLatency and NewRunQueue).
 //
-// The share holds the utilisation at Target: at every reading it moves by Gain × (utilisation − Target), up
-// while the process uses more than Target of what it may and down while it uses less, within [0, 2]. A quota
-// is spent per period (100 ms by default); a process that spends it early is frozen for the rest of the period,
-// with every request in flight. Holding the utilisation just under the quota keeps that from happening.
+// The share holds the utilisation at Target. At every reading the share of ordinary requests admitted is
+// multiplied by exp(−0.1 × e), e in [−1, 1] being the utilisation's relative excess over Target (u/Target − 1), or
+// the latency's excess over 1 if that is larger and the queue lasts two readings, unless the process's quota
+// throttled it in that reading while it used less than Target. A quota is spent per period (100 ms by default); a
+// process that spends it early is frozen for the rest of the period, and wakes up to a queue of what arrived
+// meanwhile: that queue is the quota's, and shedding more would not shorten it. Any other lasting queue below
+// Target is a process that gets less CPU than it may use (busy neighbours): what it gets is then full. Holding
+// the utilisation just under the quota keeps the process from being frozen.
 //
 // The in-flight limit bounds the queue. Shedding a share at random cannot: the requests it admits still arrive
 // at random, and a CPU kept busy by random arrivals has a queue whose length grows without bound as it

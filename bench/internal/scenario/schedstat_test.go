@@ -29,18 +29,19 @@ func TestThreadTimesCountsThisProcessRunning(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	// Spin until the kernel has given this process 50ms of CPU (on a busy machine that takes longer than 50ms
-	// of wall time), within 10s.
+	// Spin until the kernel has given this process 200ms of CPU (on a busy machine that takes longer than 200ms
+	// of wall time), within 10s. /proc/self/stat counts in 10ms ticks, sampled: over 200ms its error is a few
+	// ticks, which the 80 % below allows.
 	cpu0 := processCPU(t)
-	for end := time.Now().Add(10 * time.Second); processCPU(t)-cpu0 < 50*time.Millisecond && time.Now().Before(end); {
+	for end := time.Now().Add(10 * time.Second); processCPU(t)-cpu0 < 200*time.Millisecond && time.Now().Before(end); {
 	}
 	spun := processCPU(t) - cpu0
 	run1, wait1, err := ThreadTimes("self")
 	if err != nil || wait1 < 0 {
 		t.Fatalf("ThreadTimes: wait %v, %v", wait1, err)
 	}
-	if d := run1 - run0; d < spun*9/10 {
-		t.Fatalf("%v of this process's CPU time added %v of run time, want at least 90 %% of it", spun, d)
+	if d := run1 - run0; d < spun*8/10 {
+		t.Fatalf("%v of this process's CPU time added %v of run time, want at least 80 %% of it", spun, d)
 	}
 	if _, _, err := ThreadTimes("999999999"); err == nil {
 		t.Fatal("ThreadTimes of a pid that does not exist returned no error")

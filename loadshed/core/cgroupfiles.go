@@ -70,37 +70,35 @@ func parseCpuacctUsage(data []byte) (time.Duration, error) {
 
 // parseCPUStatUsage reads usage_usec from cgroup v2 cpu.stat.
 func parseCPUStatUsage(data []byte) (time.Duration, error) {
-	sc := bufio.NewScanner(bytes.NewReader(data))
-	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok || key != "usage_usec" {
-			continue
-		}
-		us, err := strconv.ParseInt(strings.TrimSpace(val), 10, 64)
-		if err != nil || us < 0 {
-			return 0, fmt.Errorf("cpu.stat: bad usage_usec %q", val)
-		}
-		return time.Duration(us) * time.Microsecond, nil
+	us, err := cpuStatField(data, "usage_usec")
+	if err != nil {
+		return 0, err
 	}
-	return 0, errors.New("cpu.stat: no usage_usec")
+	if us > math.MaxInt64 {
+		return 0, fmt.Errorf("cpu.stat: bad usage_usec %q", strconv.FormatUint(us, 10))
+	}
+	return time.Duration(us) * time.Microsecond, nil
 }
 
 // parseThrottled reads nr_throttled, the count of periods in which the group's quota throttled it, from a cpu.stat
 // (cgroup v1 in the cpu controller's directory, or v2).
-func parseThrottled(data []byte) (uint64, error) {
+func parseThrottled(data []byte) (uint64, error) { return cpuStatField(data, "nr_throttled") }
+
+// cpuStatField reads the counter key of a cpu.stat ("key value" lines).
+func cpuStatField(data []byte, key string) (uint64, error) {
 	sc := bufio.NewScanner(bytes.NewReader(data))
 	for sc.Scan() {
-		key, val, ok := strings.Cut(sc.Text(), " ")
-		if !ok || key != "nr_throttled" {
+		k, val, ok := strings.Cut(sc.Text(), " ")
+		if !ok || k != key {
 			continue
 		}
 		n, err := strconv.ParseUint(strings.TrimSpace(val), 10, 64)
 		if err != nil {
-			return 0, fmt.Errorf("cpu.stat: bad nr_throttled %q", val)
+			return 0, fmt.Errorf("cpu.stat: bad %s %q", key, val)
 		}
 		return n, nil
 	}
-	return 0, errors.New("cpu.stat: no nr_throttled")
+	return 0, fmt.Errorf("cpu.stat: no %s", key)
 }
 
 // parseCPUSet counts the CPUs of a cpuset list such as "0-3,8,10-11".

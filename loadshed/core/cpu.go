@@ -147,13 +147,15 @@ func (c *CPU) Load() (float64, error) {
 		return 0, err
 	}
 	elapsed := c.now().Sub(c.prevAt)
-	load, err := cpuLoad(u-c.prevUsage, elapsed, c.capacity)
+	capacity := c.capacity // a group's usage is over its limit, this process's over what it may run on
+	if c.perProcess {
+		capacity = c.Capacity()
+	}
+	load, err := cpuLoad(u-c.prevUsage, elapsed, capacity)
 	if err != nil {
 		return 0, err
 	}
-	if procs := float64(runtime.GOMAXPROCS(0)); c.perProcess && procs < c.capacity {
-		load = load * c.capacity / procs
-	} else if c.own != nil && procs < c.capacity {
+	if procs := float64(runtime.GOMAXPROCS(0)); c.own != nil && procs < c.capacity {
 		ownLoad, err := cpuLoad(own-c.prevOwn, elapsed, procs)
 		if err != nil {
 			return 0, err

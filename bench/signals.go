@@ -10,15 +10,15 @@ import (
 )
 
 // SignalNames lists the loadshed signals the scenarios can compare, by the name Signal takes: the default
-// (a Settled over CPU beside scheduling latency and the run queue), "max" (the highest of CPU and scheduling
-// latency read through the bands, the default before Settled), the CPU signal alone, the host-wide CPU (what
+// (a Controller over CPU beside scheduling latency and the run queue), "max" (the highest of CPU and scheduling
+// latency read through the bands, the default before Controller), the CPU signal alone, the host-wide CPU (what
 // loadshed read without a limit before), scheduling latency alone, the run queue alone and pressure stall
 // information. "settled=0.97" is the default before it read the run queue.
 var SignalNames = []string{"default", "max", "cpu", "host", "sched", "runq", "pressure"}
 
 // ExperimentalSignals are signals Signal also takes that loadshed does not ship: "rundelay", the time this
 // process's threads waited for a CPU (per second and per P), and "default+rundelay", the highest of CPU,
-// scheduling latency (the default before Settled) and it, with load 1 at half a CPU of waiting per P. They were
+// scheduling latency (the default before Controller) and it, with load 1 at half a CPU of waiting per P. They were
 // measured for a starved process (BENCHMARKS.md).
 var ExperimentalSignals = []string{"rundelay", "default+rundelay"}
 
@@ -38,9 +38,9 @@ func FixedBand(name string, cfg loadshed.Config) loadshed.Config {
 	return cfg
 }
 
-// SettledPrefix names a Settled over CPU and scheduling latency alone (the default before it read the run queue as
+// SettledPrefix names a Controller over CPU and scheduling latency alone (the default before it read the run queue as
 // well) at a utilisation target: "settled=0.98" holds the CPU at 0.98 of what the process may use (the default
-// holds it at loadshed.DefaultSettleTarget).
+// holds it at loadshed.DefaultControlTarget).
 const SettledPrefix = "settled="
 
 // SignalChoices lists, for a flag's help, every name ParseSignals takes.
@@ -74,7 +74,7 @@ func Signal(name string) (loadshed.Signal, error) {
 	case "", "default":
 		return nil, nil
 	case "max":
-		return loadshed.Max(loadshed.NewCPU(0), loadshed.NewSchedLatency(0)), nil
+		return loadshed.NewMax(loadshed.NewCPU(0), loadshed.NewSchedLatency(0)), nil
 	case "cpu":
 		return loadshed.NewCPU(0), nil
 	case "host":
@@ -88,14 +88,14 @@ func Signal(name string) (loadshed.Signal, error) {
 	case "rundelay":
 		return &runDelay{target: 1}, nil
 	case "default+rundelay":
-		return loadshed.Max(loadshed.NewCPU(0), loadshed.NewSchedLatency(0), &runDelay{target: 0.5}), nil
+		return loadshed.NewMax(loadshed.NewCPU(0), loadshed.NewSchedLatency(0), &runDelay{target: 0.5}), nil
 	}
 	if v, ok := strings.CutPrefix(name, SettledPrefix); ok {
 		target, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(target > 0) || target > 2 {
 			return nil, fmt.Errorf("loadshed signal %q: the settled target must be a number in (0, 2]", name)
 		}
-		return loadshed.NewSettled(loadshed.NewCPU(0), loadshed.NewSchedLatency(0), target), nil
+		return loadshed.NewController(loadshed.NewCPU(0), loadshed.NewSchedLatency(0), target), nil
 	}
 	if v, ok := strings.CutPrefix(name, FixedPrefix); ok {
 		load, err := strconv.ParseFloat(v, 64)

@@ -76,9 +76,9 @@ func TestSettledSignalHoldsItsTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, ok := sig.(*loadshed.Settled)
+	s, ok := sig.(*loadshed.Controller)
 	if !ok || s.Target() != 0.9 {
-		t.Fatalf("settled=0.9 is %v, want a Settled with target 0.9", sig)
+		t.Fatalf("settled=0.9 is %v, want a Controller with target 0.9", sig)
 	}
 	// The default before the run queue: CPU beside scheduling latency alone.
 	if sigs := s.Signals(); len(sigs) != 2 {

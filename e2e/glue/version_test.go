@@ -111,3 +111,11 @@ func (a appV3) Serve(ln net.Listener) error {
 	return a.App.Listener(ln, fiberv3.ListenConfig{DisableStartupMessage: true})
 }
 func (a appV3) Fiber() any { return a.App }
+
+// The context and handler types of each version, for the adapters' type arguments.
+type (
+	fiberv2Ctx     = fiberv2.Ctx
+	fiberv2Handler = fiberv2.Handler
+	fiberv3Ctx     = fiberv3.Ctx
+	fiberv3Handler = fiberv3.Handler
+)

@@ -13,7 +13,7 @@ func BenchmarkAdmit(b *testing.B) {
 		load float64
 	}{{"accept", 0.5}, {"reject", 1}, {"band", 0.925}} {
 		b.Run(tc.name, func(b *testing.B) {
-			e := NewEngine(Config{Signal: coretest.NewFixedLoad(tc.load), Smoothing: 1, DisableMetrics: true}.WithDefaults(testDefaults))
+			e := NewEngine(testConfig{Signal: coretest.NewFixedLoad(tc.load), Smoothing: 1, DisableMetrics: true}.WithDefaults(testDefaults), nil)
 			b.Cleanup(func() { _ = e.Close() })
 			b.ReportAllocs()
 			for b.Loop() {
@@ -45,7 +45,7 @@ func BenchmarkSignalLoad(b *testing.B) {
 	}{
 		{"cpu", &CPU{usage: processUsage, capacity: 1, perProcess: true, now: time.Now, sleep: func(time.Duration) {}}},
 		{"sched_latency", NewSchedLatency(0)},
-		{"default", Max(&CPU{usage: processUsage, capacity: 1, perProcess: true, now: time.Now, sleep: func(time.Duration) {}}, NewSchedLatency(0))},
+		{"default", NewMax(&CPU{usage: processUsage, capacity: 1, perProcess: true, now: time.Now, sleep: func(time.Duration) {}}, NewSchedLatency(0))},
 		{"default_detected", DefaultSignal(0)},
 	} {
 		b.Run(tc.name, func(b *testing.B) {

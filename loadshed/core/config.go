@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"math"
+	"reflect"
 	"strings"
 	"time"
 	"unicode"
@@ -11,49 +12,118 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Config holds the settings of an Engine: the fields of the adapters' Config that have no Fiber type, with the
-// same names and meanings (the adapters document each, with its default). Zero fields take their value from
-// WithDefaults; NewEngine uses the config as given.
-type Config struct {
-	// Ordinary requests are shed with a probability growing linearly from 0 at Lower to 1 at Upper; critical
-	// ones likewise over [CriticalLower, CriticalUpper], with CriticalLower at least Lower.
-	Lower, Upper                 float64
-	CriticalLower, CriticalUpper float64
+// Config defines the config of the middleware, for any web framework: C is the framework's request context and H
+// its handler type (Fiber v2's adapter uses Config[*fiber.Ctx, fiber.Handler]). Each field is documented here
+// once, with its default; Defaults returns the default config, WithDefaults fills the zero fields and Validate
+// checks the values.
+type Config[C, H any] struct {
+	// Next defines a function to skip this middleware when it returns true (health checks, metrics scrapes).
+	//
+	// Optional. Default: nil
+	Next func(c C) bool
 
-	// DryRun counts every decision but makes Admit admit everything.
+	// Lower is the load at which ordinary requests start being shed; the probability grows linearly from 0 at
+	// Lower to 1 at Upper.
+	//
+	// Optional. Default: 0.90
+	Lower float64
+
+	// Upper is the load at and above which every ordinary request is shed.
+	//
+	// Optional. Default: 0.95
+	Upper float64
+
+	// Critical marks a request as critical: it is shed only within [CriticalLower, CriticalUpper], a band above
+	// the ordinary one, so it keeps flowing while ordinary requests are shed.
+	//
+	// Optional. Default: nil (no request is critical)
+	Critical func(c C) bool
+
+	// CriticalLower is the load at which critical requests start being shed. Must be at least Lower.
+	//
+	// Optional. Default: 0.98
+	CriticalLower float64
+
+	// CriticalUpper is the load at and above which every critical request is shed.
+	//
+	// Optional. Default: 1.0
+	CriticalUpper float64
+
+	// DryRun computes and counts every decision but rejects nothing, to watch the shedder before enforcing it: a
+	// request it would reject is counted as rejected (in Status and the metrics) and served.
+	//
+	// Optional. Default: false
 	DryRun bool
 
-	// Signal is the load measurement; nil means DefaultSignal(CPUs). CPUs > 0 overrides the CPU capacity the
-	// default signal detects.
+	// Signal is the load measurement. Implement Signal for memory, queue time or any other resource.
+	//
+	// Optional. Default: DefaultSignal(CPUs), a Controller over the utilisation of the CPU the process may use
+	// beside its goroutines' scheduling latency and run queue: it sheds the share of requests that holds the CPU
+	// at 0.97 of what the process may use, and while its goroutines queue for a CPU (waits over 7ms, or 2
+	// runnable goroutines per P) it limits the requests in flight
 	Signal Signal
-	CPUs   float64
 
-	// Interval is how often the sampler reads Signal; Smoothing, in (0, 1], is the weight of each new reading
-	// in the moving average of the load (1: none). A Settled signal is not smoothed.
-	Interval  time.Duration
-	Smoothing float64
+	// CPUs overrides the number of CPUs the default CPU signal divides usage by. Ignored when Signal is set.
+	//
+	// Optional. Default: 0 (detected from the cgroup, else the host)
+	CPUs float64
 
-	// IdleInterval, at least Interval, is the longest the sampler waits between readings while the load stays
-	// quiet (below half of Lower): each quiet reading doubles the wait, from Interval up to IdleInterval. A
-	// reading that is not quiet, or twice the recent request rate, brings it back to Interval at once.
-	// IdleInterval equal to Interval reads at every Interval.
+	// Interval is how often the background sampler reads Signal. Short intervals catch an overload before a
+	// backlog builds; cgroup CPU counters are exact at any interval (the host-wide fallback measures over at least
+	// 100ms, see CPU).
+	//
+	// Optional. Default: 20ms
+	Interval time.Duration
+
+	// IdleInterval is the longest the sampler waits between readings while the load stays quiet, below half of
+	// Lower: each quiet reading doubles the wait, from Interval up to IdleInterval, so an idle service pays for
+	// a few readings a second rather than one per Interval. A reading that is not quiet brings the wait back to
+	// Interval at once, and so does a surge of requests (twice the recent rate, at least 8, within one wait).
+	// Set it to Interval to read at every Interval. Must be at least Interval.
+	//
+	// Optional. Default: 320ms, or Interval if longer
 	IdleInterval time.Duration
 
-	// RetryAfter gives the Retry-After header of a rejection (whole seconds, rounded up, at least 1; none when
-	// negative); Name gives Fiberguard-Rejected-By (loadshed/<Name>) and the `name` label of the metrics.
-	RetryAfter time.Duration
-	Name       string
+	// Smoothing is the weight of each new reading in the exponentially weighted moving average of the load,
+	// in (0, 1]; 1 disables smoothing. The smoothed load has a memory of about Interval/Smoothing. A Controller
+	// signal (the default) is not smoothed: its load moves gradually already.
+	//
+	// Optional. Default: 0.2 (about 100ms of memory at the default Interval)
+	Smoothing float64
 
-	// Registerer receives the metrics (nil: prometheus.DefaultRegisterer) unless DisableMetrics is set.
-	Registerer     prometheus.Registerer
+	// OnReject answers a request the middleware rejects. Before calling it the middleware sets the
+	// Retry-After and Fiberguard-Rejected-By headers (see RetryAfter and Name).
+	//
+	// Optional. Default: 503 with the text body "loadshed: overloaded, retry later" (the adapter's ConfigDefault)
+	OnReject H
+
+	// RetryAfter is the Retry-After header of a rejection: whole seconds, rounded up, at least 1.
+	// A negative value sends no Retry-After.
+	//
+	// Optional. Default: time.Second
+	RetryAfter time.Duration
+
+	// Name identifies this instance: the `name` label of every metric and the second part of the
+	// Fiberguard-Rejected-By header. Instances registered on one Registerer need distinct names.
+	//
+	// Optional. Default: "default"
+	Name string
+
+	// Registerer receives the metrics.
+	//
+	// Optional. Default: nil (prometheus.DefaultRegisterer)
+	Registerer prometheus.Registerer
+
+	// DisableMetrics registers no metrics.
+	//
+	// Optional. Default: false
 	DisableMetrics bool
 
-	// Context, when done, ends the engine as Close does: the sampler stops and the metrics are unregistered.
+	// Context stops the background work when done, as Close does: the sampler stops and the middleware keeps
+	// the last load, and the metrics are unregistered.
+	//
+	// Optional. Default: nil (runs until Close)
 	Context context.Context
-
-	// Logger receives what the Engine says at start (what the load is read from) and the sampler's errors; the
-	// adapters pass their Fiber version's log package. Nil means the standard library's log package.
-	Logger Logger
 }
 
 // Logger is where an Engine logs.
@@ -62,9 +132,25 @@ type Logger interface {
 	Warnf(format string, v ...any)
 }
 
+// Defaults returns the default config, with onReject answering rejected requests: an adapter's ConfigDefault.
+func Defaults[C, H any](onReject H) Config[C, H] {
+	return Config[C, H]{
+		Lower:         0.90,
+		Upper:         0.95,
+		CriticalLower: 0.98,
+		CriticalUpper: 1.0,
+		Interval:      20 * time.Millisecond,
+		IdleInterval:  320 * time.Millisecond,
+		Smoothing:     0.2,
+		OnReject:      onReject,
+		RetryAfter:    time.Second,
+		Name:          "default",
+	}
+}
+
 // WithDefaults fills the zero fields of c from d (an adapter's ConfigDefault). The critical band follows a custom
 // Upper: it starts no lower than Upper and keeps a width where the default one would be empty.
-func (c Config) WithDefaults(d Config) Config {
+func (c Config[C, H]) WithDefaults(d Config[C, H]) Config[C, H] {
 	if c.Lower == 0 {
 		c.Lower = d.Lower
 	}
@@ -95,11 +181,22 @@ func (c Config) WithDefaults(d Config) Config {
 	if c.Name == "" {
 		c.Name = d.Name
 	}
+	if isNil(c.OnReject) {
+		c.OnReject = d.OnReject
+	}
 	return c
 }
 
 // Validate panics, naming the field, on the first invalid value of a config filled by WithDefaults.
-func (c Config) Validate() {
+func (c Config[C, H]) Validate() {
+	c.validateSettings()
+	if isNil(c.OnReject) {
+		panic("loadshed: Config.OnReject must not be nil")
+	}
+}
+
+// validateSettings is Validate without the framework's fields: what an Engine needs.
+func (c Config[C, H]) validateSettings() {
 	finite := func(v float64) bool { return !math.IsNaN(v) && !math.IsInf(v, 0) }
 	switch {
 	case !finite(c.Lower) || c.Lower < 0:
@@ -121,4 +218,15 @@ func (c Config) Validate() {
 	case strings.ContainsFunc(c.Name, unicode.IsControl):
 		panic(fmt.Sprintf("loadshed: Config.Name must have no control characters (it is sent in a header), got %q", c.Name))
 	}
+}
+
+// isNil reports whether a handler of any type (a func, an interface) is nil: a type parameter cannot be compared
+// with nil.
+func isNil[H any](h H) bool {
+	v := reflect.ValueOf(&h).Elem()
+	switch v.Kind() {
+	case reflect.Func, reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan:
+		return v.IsNil()
+	}
+	return false
 }

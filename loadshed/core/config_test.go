@@ -2,6 +2,7 @@ package core
 
 import (
 	"math"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -12,26 +13,37 @@ import (
 func TestConfigPanicsNameTheField(t *testing.T) {
 	tests := []struct {
 		field string
-		cfg   Config
+		cfg   testConfig
 	}{
-		{"Config.Lower", Config{Lower: -0.1}},
-		{"Config.Lower", Config{Lower: math.NaN()}},
-		{"Config.Upper", Config{Lower: 0.9, Upper: 0.8}},
-		{"Config.Upper", Config{Lower: 0.9, Upper: 0.9}},
-		{"Config.CriticalLower", Config{CriticalLower: 0.5}},
-		{"Config.CriticalUpper", Config{CriticalLower: 0.99, CriticalUpper: 0.98}},
-		{"Config.Interval", Config{Interval: -time.Second}},
-		{"Config.IdleInterval", Config{Interval: time.Second, IdleInterval: 500 * time.Millisecond}},
-		{"Config.IdleInterval", Config{IdleInterval: -time.Second}},
-		{"Config.Smoothing", Config{Smoothing: 1.5}},
-		{"Config.Smoothing", Config{Smoothing: -1}},
-		{"Config.CPUs", Config{CPUs: -2}},
-		{"Config.Name", Config{Name: "api\r\nX-Injected: 1"}},
+		{"Config.Lower", testConfig{Lower: -0.1}},
+		{"Config.Lower", testConfig{Lower: math.NaN()}},
+		{"Config.Upper", testConfig{Lower: 0.9, Upper: 0.8}},
+		{"Config.Upper", testConfig{Lower: 0.9, Upper: 0.9}},
+		{"Config.CriticalLower", testConfig{CriticalLower: 0.5}},
+		{"Config.CriticalUpper", testConfig{CriticalLower: 0.99, CriticalUpper: 0.98}},
+		{"Config.Interval", testConfig{Interval: -time.Second}},
+		{"Config.IdleInterval", testConfig{Interval: time.Second, IdleInterval: 500 * time.Millisecond}},
+		{"Config.IdleInterval", testConfig{IdleInterval: -time.Second}},
+		{"Config.Smoothing", testConfig{Smoothing: 1.5}},
+		{"Config.Smoothing", testConfig{Smoothing: -1}},
+		{"Config.CPUs", testConfig{CPUs: -2}},
+		{"Config.Name", testConfig{Name: "api\r\nX-Injected: 1"}},
 	}
+	// A nil OnReject is the middleware's concern: Validate names it, an Engine never calls it.
+	func() {
+		defer func() {
+			if msg, _ := recover().(string); msg != "loadshed: Config.OnReject must not be nil" {
+				t.Errorf("Validate with OnReject nil: panic %q, want one naming Config.OnReject", msg)
+			}
+		}()
+		c := testDefaults
+		c.OnReject = nil
+		c.Validate()
+	}()
 	for _, tt := range tests {
-		for name, f := range map[string]func(Config){
-			"Validate":  func(c Config) { c.Validate() },
-			"NewEngine": func(c Config) { _ = NewEngine(c) },
+		for name, f := range map[string]func(testConfig){
+			"Validate":  func(c testConfig) { c.Validate() },
+			"NewEngine": func(c testConfig) { _ = NewEngine(c, nil) },
 		} {
 			func() {
 				defer func() {
@@ -61,13 +73,13 @@ func TestValidDefaultsDoNotPanic(t *testing.T) {
 func TestDefaultsFollowACustomUpper(t *testing.T) {
 	// A user who raises Upper above the default critical band gets a critical band above it.
 	tests := []struct {
-		cfg                  Config
+		cfg                  testConfig
 		critLower, critUpper float64
 	}{
-		{Config{}, 0.98, 1.0},
-		{Config{Lower: 0.97, Upper: 0.99}, 0.99, 1.0},
-		{Config{Lower: 0.95, Upper: 1.0}, 1.0, 1.05},
-		{Config{CriticalLower: 0.99}, 0.99, 1.0},
+		{testConfig{}, 0.98, 1.0},
+		{testConfig{Lower: 0.97, Upper: 0.99}, 0.99, 1.0},
+		{testConfig{Lower: 0.95, Upper: 1.0}, 1.0, 1.05},
+		{testConfig{CriticalLower: 0.99}, 0.99, 1.0},
 	}
 	for _, tt := range tests {
 		cfg := tt.cfg.WithDefaults(testDefaults)
@@ -87,7 +99,7 @@ func TestIdleIntervalDefault(t *testing.T) {
 		{20 * time.Millisecond, time.Minute, time.Minute},
 	}
 	for _, tt := range tests {
-		cfg := Config{Interval: tt.interval, IdleInterval: tt.idle}.WithDefaults(testDefaults)
+		cfg := testConfig{Interval: tt.interval, IdleInterval: tt.idle}.WithDefaults(testDefaults)
 		if cfg.IdleInterval != tt.want {
 			t.Errorf("Interval %v, IdleInterval %v: got IdleInterval %v, want %v", tt.interval, tt.idle, cfg.IdleInterval, tt.want)
 		}
@@ -96,12 +108,13 @@ func TestIdleIntervalDefault(t *testing.T) {
 }
 
 func TestWithDefaultsFillsOnlyZeroFields(t *testing.T) {
-	set := Config{Lower: 0.5, Upper: 0.6, CriticalLower: 0.7, CriticalUpper: 0.8, Interval: time.Second,
+	set := testConfig{Lower: 0.5, Upper: 0.6, CriticalLower: 0.7, CriticalUpper: 0.8, Interval: time.Second,
 		IdleInterval: 2 * time.Second, Smoothing: 0.5, RetryAfter: -1, Name: "api"}
-	if got := set.WithDefaults(testDefaults); got != set {
+	set.OnReject = "custom reject"
+	if got := set.WithDefaults(testDefaults); !reflect.DeepEqual(got, set) {
 		t.Errorf("WithDefaults changed set fields: %+v, want %+v", got, set)
 	}
-	if got := (Config{}).WithDefaults(testDefaults); got != testDefaults {
+	if got := (testConfig{}).WithDefaults(testDefaults); !reflect.DeepEqual(got, testDefaults) {
 		t.Errorf("WithDefaults of the zero Config = %+v, want the defaults %+v", got, testDefaults)
 	}
 }

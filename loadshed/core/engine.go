@@ -48,7 +48,7 @@ type Engine struct {
 	samplerErrors atomic.Uint64
 	sampleMu      sync.Mutex // one reading at a time: the sampler's and Sample's
 	lastErr       string     // guarded by sampleMu
-	settled       *Settled   // the signal, when it is a Settled: it sets the in-flight limit
+	controller       *Controller   // the signal, when it is a Controller: it sets the in-flight limit
 	lastGated     uint64     // gated at the last reading; guarded by sampleMu
 	pace          pace       // its rhythm fields are guarded by sampleMu; interval and idle never change
 
@@ -58,22 +58,24 @@ type Engine struct {
 	metrics   *metrics
 }
 
-// NewEngine validates cfg (panicking on invalid values, naming the field), takes the first load reading,
-// registers the metrics and starts the background sampler. cfg is used as given: fill it with WithDefaults first.
-func NewEngine(cfg Config) *Engine {
-	cfg.Validate()
+// NewEngine validates cfg's settings (panicking on invalid values, naming the field), takes the first load
+// reading, registers the metrics and starts the background sampler; the framework's fields (Next, Critical,
+// OnReject) are the middleware's, not the Engine's. cfg is used as given: fill it with WithDefaults first. lg
+// receives what the Engine says at start (what the load is read from) and the sampler's errors; nil means the
+// standard library's log package.
+func NewEngine[C, H any](cfg Config[C, H], lg Logger) *Engine {
+	cfg.validateSettings()
 	sig := cfg.Signal
 	if sig == nil {
 		sig = DefaultSignal(cfg.CPUs)
 	}
-	lg := cfg.Logger
 	if lg == nil {
 		lg = stdLogger{}
 	}
 	logSignal(lg, sig)
 	policy := Policy{Lower: cfg.Lower, Upper: cfg.Upper, CriticalLower: cfg.CriticalLower, CriticalUpper: cfg.CriticalUpper}
 	smoothing := cfg.Smoothing
-	if bindSettled(sig, policy) {
+	if bindController(sig, policy) {
 		smoothing = 1 // a settled load moves gradually already; smoothing it would only slow it
 	}
 	e := &Engine{
@@ -90,7 +92,7 @@ func NewEngine(cfg Config) *Engine {
 		done:       make(chan struct{}),
 	}
 	e.pace = newPace(cfg.Interval, cfg.IdleInterval, cfg.Lower)
-	e.settled, _ = sig.(*Settled)
+	e.controller, _ = sig.(*Controller)
 	e.publish(0, time.Time{}, 0, 0)
 	e.sample(true) // the first reading exists before the first request
 

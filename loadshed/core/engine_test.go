@@ -12,28 +12,19 @@ import (
 )
 
 // testDefaults are the adapters' ConfigDefault values, for engines built here.
-var testDefaults = Config{
-	Lower:         0.90,
-	Upper:         0.95,
-	CriticalLower: 0.98,
-	CriticalUpper: 1.0,
-	Interval:      20 * time.Millisecond,
-	IdleInterval:  320 * time.Millisecond,
-	Smoothing:     0.2,
-	RetryAfter:    time.Second,
-	Name:          "default",
-}
+// testDefaults is the default config with a stand-in OnReject (an engine never calls it).
+var testDefaults = Defaults[any, any]("reject")
 
 // newTestEngine builds an Engine from cfg filled with the defaults, on a private registry, with smoothing off so
 // the load is the signal's.
-func newTestEngine(t *testing.T, cfg Config) (*Engine, *prometheus.Registry) {
+func newTestEngine(t *testing.T, cfg testConfig) (*Engine, *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
 	if cfg.Smoothing == 0 {
 		cfg.Smoothing = 1
 	}
-	e := NewEngine(cfg.WithDefaults(testDefaults))
+	e := NewEngine(cfg.WithDefaults(testDefaults), nil)
 	t.Cleanup(func() { _ = e.Close() })
 	return e, reg
 }
@@ -50,7 +41,7 @@ func TestAdmitCountsEachPriority(t *testing.T) {
 		{load: 1.0, normal: false, critical: false},
 	}
 	for _, tt := range tests {
-		e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(tt.load), Interval: time.Hour})
+		e, _ := newTestEngine(t, testConfig{Signal: coretest.NewFixedLoad(tt.load), Interval: time.Hour})
 		for range 3 {
 			if got := e.Admit(false); got != tt.normal {
 				t.Errorf("load %v: Admit(false) = %v, want %v", tt.load, got, tt.normal)
@@ -76,7 +67,7 @@ func TestAdmitCountsEachPriority(t *testing.T) {
 
 func TestAdmitFollowsANewReading(t *testing.T) {
 	load := coretest.NewFixedLoad(0.96)
-	e, _ := newTestEngine(t, Config{Signal: load, Interval: time.Hour}) // the test takes the readings itself
+	e, _ := newTestEngine(t, testConfig{Signal: load, Interval: time.Hour}) // the test takes the readings itself
 	if e.Admit(false) || !e.Admit(true) {
 		t.Fatal("at 0.96 an ordinary request must be rejected and a critical one admitted")
 	}
@@ -91,7 +82,7 @@ func TestAdmitFollowsANewReading(t *testing.T) {
 }
 
 func TestAdmitDryRunCountsButAdmits(t *testing.T) {
-	e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(1), DryRun: true})
+	e, _ := newTestEngine(t, testConfig{Signal: coretest.NewFixedLoad(1), DryRun: true})
 	for range 5 {
 		if !e.Admit(false) {
 			t.Fatal("dry run rejected a request")
@@ -105,7 +96,7 @@ func TestAdmitDryRunCountsButAdmits(t *testing.T) {
 func TestAdmitInTheBand(t *testing.T) {
 	// p = 0.5: Admit spreads the rejections evenly (decisions.spread), so after every request the count rejected
 	// stays within a few of half the requests; coins would stray by √n/2, about 30 after 4000.
-	e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(0.925)})
+	e, _ := newTestEngine(t, testConfig{Signal: coretest.NewFixedLoad(0.925)})
 	rejected, worst := 0, 0.0
 	const n = 4000
 	for i := 1; i <= n; i++ {
@@ -125,7 +116,7 @@ func TestAdmitInTheBand(t *testing.T) {
 func TestAdmitSpreadsEachPriorityOnItsOwn(t *testing.T) {
 	// In the critical band (0.99: ordinary requests all shed, critical ones at p = 0.5) the critical requests
 	// keep their own credit: interleaved with rejected ordinary ones they are still admitted half the time.
-	e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(0.99)})
+	e, _ := newTestEngine(t, testConfig{Signal: coretest.NewFixedLoad(0.99)})
 	admitted := 0
 	const n = 2000
 	for range n {
@@ -165,16 +156,16 @@ func TestRetryAfterHeader(t *testing.T) {
 
 func TestHeaderValues(t *testing.T) {
 	tests := []struct {
-		cfg                    Config
+		cfg                    testConfig
 		retryAfter, rejectedBy string // retryAfter "" means none
 	}{
-		{Config{}, "1", "loadshed/default"},
-		{Config{RetryAfter: 1500 * time.Millisecond, Name: "api"}, "2", "loadshed/api"},
-		{Config{RetryAfter: -time.Second, Name: "edge"}, "", "loadshed/edge"},
+		{testConfig{}, "1", "loadshed/default"},
+		{testConfig{RetryAfter: 1500 * time.Millisecond, Name: "api"}, "2", "loadshed/api"},
+		{testConfig{RetryAfter: -time.Second, Name: "edge"}, "", "loadshed/edge"},
 	}
 	for _, tt := range tests {
 		tt.cfg.Signal, tt.cfg.DisableMetrics = coretest.NewFixedLoad(0), true
-		e := NewEngine(tt.cfg.WithDefaults(testDefaults))
+		e := NewEngine(tt.cfg.WithDefaults(testDefaults), nil)
 		if got := e.RetryAfter(); string(got) != tt.retryAfter || (got == nil) != (tt.retryAfter == "") {
 			t.Errorf("%+v: RetryAfter() = %q, want %q", tt.cfg, got, tt.retryAfter)
 		}
@@ -188,7 +179,7 @@ func TestHeaderValues(t *testing.T) {
 func TestCloseIsIdempotentAndUnregisters(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	reg := prometheus.NewRegistry()
-	e := NewEngine(Config{Signal: coretest.NewFixedLoad(1), Smoothing: 1, Interval: time.Millisecond, Registerer: reg}.WithDefaults(testDefaults))
+	e := NewEngine(testConfig{Signal: coretest.NewFixedLoad(1), Smoothing: 1, Interval: time.Millisecond, Registerer: reg}.WithDefaults(testDefaults), nil)
 	var closers sync.WaitGroup
 	for range 3 { // at once: each waits for the one that stops the sampler
 		closers.Go(func() {
@@ -209,12 +200,12 @@ func TestCloseIsIdempotentAndUnregisters(t *testing.T) {
 	}
 }
 
-// queueing returns an Engine over a Settled whose latency reads a queue while its CPU has room: the share stays
+// queueing returns an Engine over a Controller whose latency reads a queue while its CPU has room: the share stays
 // 0 and only the in-flight limit sheds.
 func queueing(t *testing.T, dryRun bool) (*Engine, *named) {
 	t.Helper()
 	l := &named{name: "lat"}
-	e, _ := newTestEngine(t, Config{Signal: NewSettled(&named{name: "cpu", load: 0.5}, l, 0), Interval: time.Hour,
+	e, _ := newTestEngine(t, testConfig{Signal: NewController(&named{name: "cpu", load: 0.5}, l, 0), Interval: time.Hour,
 		DryRun: dryRun})
 	l.load = 2 // from the second reading on
 	return e, l

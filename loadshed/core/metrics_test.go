@@ -13,7 +13,7 @@ import (
 
 func TestMetricsCountDecisions(t *testing.T) {
 	load := coretest.NewFixedLoad(0.96)
-	e, reg := newTestEngine(t, Config{Signal: load, Interval: time.Hour}) // the test takes the readings itself
+	e, reg := newTestEngine(t, testConfig{Signal: load, Interval: time.Hour}) // the test takes the readings itself
 	e.Admit(false)                                                        // rejected
 	e.Admit(true)                                                         // admitted in the critical band
 	load.Set(1)
@@ -23,7 +23,7 @@ func TestMetricsCountDecisions(t *testing.T) {
 }
 
 func TestMetricsCountSamplerErrors(t *testing.T) {
-	e, reg := newTestEngine(t, Config{Interval: time.Hour, // the test takes the readings itself
+	e, reg := newTestEngine(t, testConfig{Interval: time.Hour, // the test takes the readings itself
 		Signal: SignalFunc(func() (float64, error) { return 0, errors.New("gone") })})
 	e.Sample()
 	e.Sample()
@@ -38,7 +38,7 @@ fiberguard_loadshed_sampler_errors_total{name="default"} 3
 }
 
 func TestMetricsDryRun(t *testing.T) {
-	e, reg := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(1), DryRun: true})
+	e, reg := newTestEngine(t, testConfig{Signal: coretest.NewFixedLoad(1), DryRun: true})
 	for range 5 {
 		e.Admit(false)
 	}
@@ -51,12 +51,12 @@ func TestMetricsDryRun(t *testing.T) {
 
 func TestMetricsAndTwoInstances(t *testing.T) {
 	reg := prometheus.NewRegistry()
-	engine := func(cfg Config) *Engine { return NewEngine(cfg.WithDefaults(testDefaults)) }
-	a := engine(Config{Signal: coretest.NewFixedLoad(0.96), Smoothing: 1, Registerer: reg})
+	engine := func(cfg testConfig, lg Logger) *Engine { return NewEngine(cfg.WithDefaults(testDefaults), lg) }
+	a := engine(testConfig{Signal: coretest.NewFixedLoad(0.96), Smoothing: 1, Registerer: reg}, nil)
 	defer a.Close()
 	// Same name on the same registry: must not panic; the second instance works without metrics, and says so.
 	lg := &logRecorder{}
-	b := engine(Config{Signal: coretest.NewFixedLoad(0.1), Smoothing: 1, Registerer: reg, Logger: lg})
+	b := engine(testConfig{Signal: coretest.NewFixedLoad(0.1), Smoothing: 1, Registerer: reg}, lg)
 	defer b.Close()
 	if b.metrics != nil {
 		t.Fatal("duplicate instance registered its metrics")
@@ -64,7 +64,7 @@ func TestMetricsAndTwoInstances(t *testing.T) {
 	if _, warns := lg.lines(); len(warns) != 1 || !strings.Contains(warns[0], `loadshed "default": metrics already registered`) {
 		t.Fatalf("duplicate registration logged %q, want one warning naming the instance", warns)
 	}
-	c := engine(Config{Signal: coretest.NewFixedLoad(0.1), Smoothing: 1, Registerer: reg, Name: "api"})
+	c := engine(testConfig{Signal: coretest.NewFixedLoad(0.1), Smoothing: 1, Registerer: reg, Name: "api"}, nil)
 	want := `
 # HELP fiberguard_loadshed_load The load the shedder decides by: it sheds from Lower and every ordinary request at Upper. The default signal reports the share it settled on shedding, placed on that band; other signals are smoothed.
 # TYPE fiberguard_loadshed_load gauge
@@ -82,7 +82,7 @@ fiberguard_loadshed_probability{name="default",priority="normal"} 1
 	}
 	// Close unregisters, so a new instance can take the name.
 	_ = c.Close()
-	d := engine(Config{Signal: coretest.NewFixedLoad(0.1), Registerer: reg, Name: "api"})
+	d := engine(testConfig{Signal: coretest.NewFixedLoad(0.1), Registerer: reg, Name: "api"}, nil)
 	defer d.Close()
 	if d.metrics == nil {
 		t.Fatal("name not reusable after Close")
@@ -110,7 +110,7 @@ func TestNilRegistererUsesTheDefault(t *testing.T) {
 		}
 		return false
 	}
-	e := NewEngine(Config{Signal: coretest.NewFixedLoad(0.5), Name: name}.WithDefaults(testDefaults))
+	e := NewEngine(testConfig{Signal: coretest.NewFixedLoad(0.5), Name: name}.WithDefaults(testDefaults), nil)
 	if !find() {
 		_ = e.Close()
 		t.Fatal("a nil Registerer did not register on prometheus.DefaultRegisterer")

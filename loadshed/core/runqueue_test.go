@@ -88,7 +88,7 @@ func TestRunQueueWithoutTheMetric(t *testing.T) {
 		t.Fatalf("Load() error %v, want %v", err, errNoRunQueueMetric)
 	}
 	// In a Max beside a signal that works, it is left out.
-	m := Max(q, SignalFunc(func() (float64, error) { return 0.3, nil }))
+	m := NewMax(q, SignalFunc(func() (float64, error) { return 0.3, nil }))
 	if got, err := m.Load(); err != nil || got != 0.3 {
 		t.Fatalf("Max without the metric = %v, %v; want the other signal's 0.3", got, err)
 	}

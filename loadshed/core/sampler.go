@@ -157,9 +157,9 @@ func (e *Engine) sampleLocked(first, woken bool) time.Duration {
 	now := time.Now()
 	smoothed := smooth(e.state.Load().load, load, e.smoothing, first)
 	var limit int64
-	if e.settled != nil {
+	if e.controller != nil {
 		gated := e.gated.Load()
-		limit = e.settled.nextLimit(e.InFlight(), gated-e.lastGated)
+		limit = e.controller.nextLimit(e.InFlight(), gated-e.lastGated)
 		e.lastGated = gated
 	}
 	// A limit keeps the sampler reading at every Interval: it is lifted only by a reading.

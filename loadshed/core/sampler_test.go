@@ -50,7 +50,7 @@ func (e *explained) Reason() string { return e.reason }
 
 func TestFirstReadingBeforeFirstAdmit(t *testing.T) {
 	// No sampler tick can have happened yet: the first reading is taken in NewEngine.
-	e, _ := newTestEngine(t, Config{Signal: coretest.NewFixedLoad(1), Interval: time.Hour})
+	e, _ := newTestEngine(t, testConfig{Signal: coretest.NewFixedLoad(1), Interval: time.Hour})
 	if st := e.Status(); st.Load != 1 || st.Probability != 1 || st.UpdatedAt == nil {
 		t.Fatalf("status right after NewEngine: %+v", st)
 	}
@@ -78,7 +78,7 @@ func TestSamplerSmoothsAndSurvivesErrors(t *testing.T) {
 			return r.v, r.err
 		})
 		lg := &logRecorder{}
-		e := NewEngine(Config{Signal: sig, Smoothing: 0.5, Interval: time.Second, DisableMetrics: true, Logger: lg}.WithDefaults(testDefaults))
+		e := NewEngine(testConfig{Signal: sig, Smoothing: 0.5, Interval: time.Second, DisableMetrics: true}.WithDefaults(testDefaults), lg)
 		want := []float64{0.5, 0.75, 0.75, 0.75, 0.5}
 		for step, w := range want {
 			if step > 0 {
@@ -108,8 +108,7 @@ func TestSamplerSmoothsAndSurvivesErrors(t *testing.T) {
 func TestSamplerLogsARepeatedErrorOnce(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		lg := &logRecorder{}
-		e := NewEngine(Config{Interval: time.Second, DisableMetrics: true, Logger: lg,
-			Signal: SignalFunc(func() (float64, error) { return 0, errors.New("gone") })}.WithDefaults(testDefaults))
+		e := NewEngine(testConfig{Interval: time.Second, DisableMetrics: true, Signal: SignalFunc(func() (float64, error) { return 0, errors.New("gone") })}.WithDefaults(testDefaults), lg)
 		time.Sleep(5 * time.Second)
 		synctest.Wait()
 		_ = e.Close()
@@ -121,8 +120,8 @@ func TestSamplerLogsARepeatedErrorOnce(t *testing.T) {
 
 func TestEngineLogsWhatItReads(t *testing.T) {
 	lg := &logRecorder{}
-	e := NewEngine(Config{DisableMetrics: true, Logger: lg, Interval: time.Hour,
-		Signal: Max(&explained{named{name: "a"}, "reads a"}, &named{name: "b"})}.WithDefaults(testDefaults))
+	e := NewEngine(testConfig{DisableMetrics: true, Interval: time.Hour,
+		Signal: NewMax(&explained{named{name: "a"}, "reads a"}, &named{name: "b"})}.WithDefaults(testDefaults), lg)
 	defer e.Close()
 	want := []string{"loadshed: load is max(a, b)", "loadshed: a: reads a"}
 	if infos, _ := lg.lines(); fmt.Sprint(infos) != fmt.Sprint(want) {
@@ -133,8 +132,8 @@ func TestEngineLogsWhatItReads(t *testing.T) {
 // The default's start-up line says what it does in words before naming its signals.
 func TestEngineSaysWhatTheSettledDefaultDoes(t *testing.T) {
 	lg := &logRecorder{}
-	e := NewEngine(Config{DisableMetrics: true, Logger: lg, Interval: time.Hour,
-		Signal: NewSettled(&named{name: "cpu"}, Max(&named{name: "a"}, &named{name: "b"}), 0)}.WithDefaults(testDefaults))
+	e := NewEngine(testConfig{DisableMetrics: true, Interval: time.Hour,
+		Signal: NewController(&named{name: "cpu"}, NewMax(&named{name: "a"}, &named{name: "b"}), 0)}.WithDefaults(testDefaults), lg)
 	defer e.Close()
 	want := "loadshed: sheds the share of requests that keeps this process's CPU use at 97% of what it may use (cpu), " +
 		"and limits the requests in flight while its goroutines wait for a CPU (max(a, b))"
@@ -147,8 +146,8 @@ func TestContextStopsTheSampler(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reads atomic.Int64
 		ctx, cancel := context.WithCancel(context.Background())
-		_ = NewEngine(Config{Context: ctx, Interval: time.Second, DisableMetrics: true,
-			Signal: SignalFunc(func() (float64, error) { reads.Add(1); return 0, nil })}.WithDefaults(testDefaults))
+		_ = NewEngine(testConfig{Context: ctx, Interval: time.Second, DisableMetrics: true,
+			Signal: SignalFunc(func() (float64, error) { reads.Add(1); return 0, nil })}.WithDefaults(testDefaults), nil)
 		time.Sleep(3 * time.Second)
 		synctest.Wait()
 		if n := reads.Load(); n != 4 { // the first reading in NewEngine, then one per second
@@ -166,7 +165,7 @@ func TestContextStopsTheSampler(t *testing.T) {
 func TestContextDoneLeavesNoGoroutine(t *testing.T) {
 	defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 	ctx, cancel := context.WithCancel(context.Background())
-	e := NewEngine(Config{Context: ctx, Signal: coretest.NewFixedLoad(1), Interval: time.Millisecond, DisableMetrics: true}.WithDefaults(testDefaults))
+	e := NewEngine(testConfig{Context: ctx, Signal: coretest.NewFixedLoad(1), Interval: time.Millisecond, DisableMetrics: true}.WithDefaults(testDefaults), nil)
 	cancel()
 	<-e.done
 	// The sampler is gone (VerifyNone above); decisions go on with the last load.
@@ -180,7 +179,7 @@ func TestContextDoneLeavesNoGoroutine(t *testing.T) {
 func TestContextDoneUnregistersTheMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
-	e := NewEngine(Config{Context: ctx, Signal: coretest.NewFixedLoad(0.5), Interval: time.Millisecond, Registerer: reg}.WithDefaults(testDefaults))
+	e := NewEngine(testConfig{Context: ctx, Signal: coretest.NewFixedLoad(0.5), Interval: time.Millisecond, Registerer: reg}.WithDefaults(testDefaults), nil)
 	if n := gatheredFamilies(t, reg); n == 0 {
 		t.Fatal("no metrics registered")
 	}
@@ -193,7 +192,7 @@ func TestContextDoneUnregistersTheMetrics(t *testing.T) {
 		t.Fatal(err)
 	}
 	// The name is free again: a new engine registers.
-	e2 := NewEngine(Config{Signal: coretest.NewFixedLoad(0.5), Interval: time.Millisecond, Registerer: reg}.WithDefaults(testDefaults))
+	e2 := NewEngine(testConfig{Signal: coretest.NewFixedLoad(0.5), Interval: time.Millisecond, Registerer: reg}.WithDefaults(testDefaults), nil)
 	defer e2.Close()
 	if n := gatheredFamilies(t, reg); n == 0 {
 		t.Fatal("a new engine with the same name could not register")
@@ -282,8 +281,8 @@ func TestSamplerRestsWhileQuietAndWakesOnASurge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reads atomic.Int64
 		load := coretest.NewFixedLoad(0.1)
-		e := NewEngine(Config{Interval: 20 * time.Millisecond, IdleInterval: 160 * time.Millisecond, Smoothing: 1,
-			DisableMetrics: true, Signal: SignalFunc(func() (float64, error) { reads.Add(1); return load.Load() })}.WithDefaults(testDefaults))
+		e := NewEngine(testConfig{Interval: 20 * time.Millisecond, IdleInterval: 160 * time.Millisecond, Smoothing: 1,
+			DisableMetrics: true, Signal: SignalFunc(func() (float64, error) { reads.Add(1); return load.Load() })}.WithDefaults(testDefaults), nil)
 		defer e.Close()
 
 		// Quiet: readings at 0 (NewEngine), 20, 60, 140, 300, 460, 620, 780 and 940ms, not one per 20ms.
@@ -332,8 +331,8 @@ func TestSamplerRestsWhileQuietAndWakesOnASurge(t *testing.T) {
 func TestSamplerNeverRestsWithIdleIntervalEqualToInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var reads atomic.Int64
-		e := NewEngine(Config{Interval: 20 * time.Millisecond, IdleInterval: 20 * time.Millisecond, DisableMetrics: true,
-			Signal: SignalFunc(func() (float64, error) { reads.Add(1); return 0, nil })}.WithDefaults(testDefaults))
+		e := NewEngine(testConfig{Interval: 20 * time.Millisecond, IdleInterval: 20 * time.Millisecond, DisableMetrics: true,
+			Signal: SignalFunc(func() (float64, error) { reads.Add(1); return 0, nil })}.WithDefaults(testDefaults), nil)
 		defer e.Close()
 		time.Sleep(time.Second)
 		synctest.Wait()

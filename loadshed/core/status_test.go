@@ -13,7 +13,7 @@ import (
 
 func TestStatusJSON(t *testing.T) {
 	sig := coretest.NewFixedLoad(0.97)
-	e, _ := newTestEngine(t, Config{Signal: sig, Name: "api", Interval: time.Hour}) // the test takes the readings
+	e, _ := newTestEngine(t, testConfig{Signal: sig, Name: "api", Interval: time.Hour}) // the test takes the readings
 	e.Admit(false)
 	before := time.Now()
 	e.Sample()
@@ -48,7 +48,7 @@ func TestStatusJSON(t *testing.T) {
 }
 
 func TestStatusBeforeAnyReading(t *testing.T) {
-	e, _ := newTestEngine(t, Config{Interval: time.Hour,
+	e, _ := newTestEngine(t, testConfig{Interval: time.Hour,
 		Signal: SignalFunc(func() (float64, error) { return 0, errors.New("not yet") })})
 	raw, err := json.Marshal(e.Status())
 	if err != nil {
@@ -60,7 +60,7 @@ func TestStatusBeforeAnyReading(t *testing.T) {
 }
 
 func TestStatusReturnsFreshValues(t *testing.T) {
-	e, _ := newTestEngine(t, Config{Signal: Max(&named{name: "a", load: 0.5}), Interval: time.Hour})
+	e, _ := newTestEngine(t, testConfig{Signal: NewMax(&named{name: "a", load: 0.5}), Interval: time.Hour})
 	first := e.Status()
 	if first.UpdatedAt == nil || len(first.Readings) != 1 {
 		t.Fatalf("status %+v", first)

@@ -3,15 +3,29 @@
 //
 // New returns the middleware; NewShedder returns the Shedder behind it, with Status for a status page and Close
 // to stop its sampler. This is the Fiber v3 adapter (github.com/fiberguard/fiberguard/loadshed is the Fiber v2
-// one, with the same Config and behaviour): the signals, the policy, the sampler and the metrics live in
+// one): the Config, the signals, the controller, the sampler and the metrics live in
 // github.com/fiberguard/fiberguard/loadshed/core, whose public names this package re-exports.
 package loadshed
 
 import (
+	"time"
+
 	"github.com/fiberguard/fiberguard/loadshed/core"
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/log"
 )
+
+// Config defines the config for the middleware.
+type Config = core.Config[fiber.Ctx, fiber.Handler]
+
+// ConfigDefault is the default config. Its OnReject answers 503 with a short text body naming the module.
+var ConfigDefault = core.Defaults[fiber.Ctx](fiber.Handler(func(c fiber.Ctx) error {
+	return c.Status(fiber.StatusServiceUnavailable).SendString("loadshed: overloaded, retry later\n")
+}))
+
+// Shedder owns a background sampler of the load and the middleware that rejects by it: Handler, Status and
+// Close. Create it with NewShedder.
+type Shedder = core.Shedder[fiber.Ctx, fiber.Handler]
 
 // New creates a load-shedding middleware: NewShedder(config...).Handler(). Its background sampler runs until
 // Config.Context is done (for ever when Context is nil); use NewShedder for a handle that can be closed and
@@ -20,69 +34,71 @@ func New(config ...Config) fiber.Handler {
 	return NewShedder(config...).Handler()
 }
 
-// Shedder owns a background sampler of the load and the middleware that rejects by it. Create it with
-// NewShedder and stop it with Close.
-type Shedder struct {
-	engine   *core.Engine
-	next     func(fiber.Ctx) bool
-	critical func(fiber.Ctx) bool
-	onReject fiber.Handler
-	// The header values of a rejection, built once by the engine: retryAfter is nil when none is sent.
-	retryAfter, rejectedBy []byte
-}
-
-// NewShedder validates config (panicking on invalid values, naming the field), takes the first load reading and
-// starts the background sampler.
+// NewShedder fills the zero fields of the config from ConfigDefault, validates it (panicking on invalid values,
+// naming the field), takes the first load reading and starts the background sampler.
 func NewShedder(config ...Config) *Shedder {
-	cfg := configDefault(config...)
-	cfg.validate()
-	e := core.NewEngine(cfg.core())
-	return &Shedder{
-		engine:     e,
-		next:       cfg.Next,
-		critical:   cfg.Critical,
-		onReject:   cfg.OnReject,
-		retryAfter: e.RetryAfter(),
-		rejectedBy: e.RejectedBy(),
-	}
+	return core.NewShedder(ConfigDefault, fiberLog{}, config...)
 }
-
-// Handler returns the middleware. Every call returns the same handler over the Shedder's state.
-func (s *Shedder) Handler() fiber.Handler {
-	return s.handle
-}
-
-func (s *Shedder) handle(c fiber.Ctx) error {
-	if s.next != nil && s.next(c) {
-		return c.Next()
-	}
-	if s.engine.Admit(s.critical != nil && s.critical(c)) {
-		defer s.engine.Done()
-		return c.Next()
-	}
-	h := &c.Response().Header
-	if s.retryAfter != nil {
-		h.SetCanonical(retryAfterKey, s.retryAfter)
-	}
-	h.SetCanonical(rejectedByKey, s.rejectedBy)
-	return s.onReject(c)
-}
-
-var (
-	retryAfterKey = []byte(core.HeaderRetryAfter)
-	rejectedByKey = []byte(core.HeaderRejectedBy)
-)
-
-// Status returns the current load, probabilities and counters. Each call returns fresh values; it is safe to
-// call concurrently with requests and the sampler.
-func (s *Shedder) Status() Status { return s.engine.Status() }
-
-// Close stops the sampler, waits for it to exit and unregisters the metrics. The middleware keeps answering
-// with the last load. Close is idempotent, safe to call concurrently with requests, and returns nil.
-func (s *Shedder) Close() error { return s.engine.Close() }
 
 // fiberLog sends the engine's messages to Fiber's logger, whichever is set when they are logged.
 type fiberLog struct{}
 
 func (fiberLog) Infof(format string, v ...any) { log.Infof(format, v...) }
 func (fiberLog) Warnf(format string, v ...any) { log.Warnf(format, v...) }
+
+// The core's public names, re-exported so that users import only this package. Their documentation is the
+// core's.
+type (
+	Signal       = core.Signal       // a load measurement: 0 is idle, 1 is the capacity of the resource
+	SignalFunc   = core.SignalFunc   // a function as a Signal
+	CPU          = core.CPU          // the utilisation of the CPU the process may use
+	SchedLatency = core.SchedLatency // how long this process's runnable goroutines wait for a CPU
+	RunQueue     = core.RunQueue     // how many of this process's goroutines wait for a CPU, per P
+	Pressure     = core.Pressure     // Linux pressure stall information
+	Max          = core.Max          // the highest load of its signals
+	Controller   = core.Controller   // the default: the share to shed and the in-flight limit, from two signals
+	Reading      = core.Reading      // one signal's last load, in Status
+	Policy       = core.Policy       // a load to a shedding probability
+	Status       = core.Status       // a point-in-time view of a Shedder; JSON keys are snake_case
+)
+
+// The sources of a CPU signal's usage, and the defaults of the signals' targets.
+const (
+	SourceCgroupV1        = core.SourceCgroupV1 // the limited group's cpuacct.usage
+	SourceCgroupV2        = core.SourceCgroupV2 // the limited group's cpu.stat
+	SourceProcess         = core.SourceProcess  // this process's own CPU time (getrusage)
+	SourceHost            = core.SourceHost     // every CPU of the machine (/proc/stat)
+	DefaultControlTarget  = core.DefaultControlTarget
+	DefaultSchedTarget    = core.DefaultSchedTarget
+	DefaultRunQueueTarget = core.DefaultRunQueueTarget
+)
+
+// NewCPU detects the CPU the process may use; cpus > 0 overrides the detected capacity. See core.NewCPU.
+func NewCPU(cpus float64) *CPU { return core.NewCPU(cpus) }
+
+// NewHostCPU is the host-wide CPU utilisation: busy neighbours raise it. See core.NewHostCPU.
+func NewHostCPU() *CPU { return core.NewHostCPU() }
+
+// NewSchedLatency is the scheduling-latency signal (0: DefaultSchedTarget). See core.NewSchedLatency.
+func NewSchedLatency(target time.Duration) *SchedLatency { return core.NewSchedLatency(target) }
+
+// NewRunQueue is the run-queue signal (0: DefaultRunQueueTarget). See core.NewRunQueue.
+func NewRunQueue(target float64) *RunQueue { return core.NewRunQueue(target) }
+
+// NewPressure reads the cgroup's cpu.pressure, else /proc/pressure/cpu. See core.NewPressure.
+func NewPressure() (*Pressure, error) { return core.NewPressure() }
+
+// NewMax combines signals into one whose load is their maximum. See core.NewMax.
+func NewMax(signals ...Signal) *Max { return core.NewMax(signals...) }
+
+// NewController is a Controller over a utilisation and a latency signal (0: DefaultControlTarget). See
+// core.NewController.
+func NewController(utilisation, latency Signal, target float64) *Controller {
+	return core.NewController(utilisation, latency, target)
+}
+
+// DefaultSignal is the Signal of a Config without one. See core.DefaultSignal.
+func DefaultSignal(cpus float64) *Controller { return core.DefaultSignal(cpus) }
+
+// Probability is the share of requests to reject at a load in the band [lower, upper]. See core.Probability.
+func Probability(load, lower, upper float64) float64 { return core.Probability(load, lower, upper) }

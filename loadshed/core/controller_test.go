@@ -10,7 +10,7 @@ import (
 	"time"
 )
 
-// step is one reading of a Settled's two signals and what the Settled must make of it.
+// step is one reading of a Controller's two signals and what the Controller must make of it.
 type step struct {
 	util, lat float64
 	utilErr   error
@@ -20,12 +20,12 @@ type step struct {
 	wantErr   bool
 }
 
-// runSteps feeds steps to a Settled over two named signals, bound to the adapters' default bands.
+// runSteps feeds steps to a Controller over two named signals, bound to the adapters' default bands.
 func runSteps(t *testing.T, steps []step) {
 	t.Helper()
 	u, l := &named{name: "cpu"}, &named{name: "lat"}
-	s := NewSettled(u, l, 0)
-	bindSettled(s, testPolicy)
+	s := NewController(u, l, 0)
+	bindController(s, testPolicy)
 	for i, st := range steps {
 		u.load, u.err, l.load, l.err = st.util, st.utilErr, st.lat, st.latErr
 		got, err := s.Load()
@@ -58,7 +58,7 @@ func shareAfter(es ...float64) float64 {
 }
 
 func TestSettledMovesTheShareByTheUtilisation(t *testing.T) {
-	T := DefaultSettleTarget
+	T := DefaultControlTarget
 	up, down := 0.2, -0.1 // the errors of a utilisation at 1.2 and 0.9 of Target
 	runSteps(t, []step{
 		// Below Target nothing is shed and the load is the reading itself, up to Lower.
@@ -75,7 +75,7 @@ func TestSettledMovesTheShareByTheUtilisation(t *testing.T) {
 func TestSettledMovesByTheSameFractionAtAnyShare(t *testing.T) {
 	// The same error takes the same fraction of what is admitted, whether most requests are admitted or few:
 	// the step is as gentle at 10x the capacity as at 1.2x.
-	s := NewSettled(&named{name: "cpu", load: 2}, nil, 0)
+	s := NewController(&named{name: "cpu", load: 2}, nil, 0)
 	var admitted []float64
 	for range 40 {
 		if _, err := s.Load(); err != nil {
@@ -100,10 +100,10 @@ type throttling struct {
 func (t *throttling) Throttled() bool { return t.throttled }
 
 func TestSettledCountsALastingQueueUnlessAQuotaStoppedTheProcess(t *testing.T) {
-	T := DefaultSettleTarget
+	T := DefaultControlTarget
 	u, l := &throttling{named: named{name: "cpu"}}, &named{name: "lat"}
-	s := NewSettled(u, l, 0)
-	bindSettled(s, testPolicy)
+	s := NewController(u, l, 0)
+	bindController(s, testPolicy)
 	steps := []struct {
 		util, lat float64
 		throttled bool
@@ -142,8 +142,8 @@ func TestSettledCountsALastingQueueUnlessAQuotaStoppedTheProcess(t *testing.T) {
 func TestSettledReachesTheCriticalBand(t *testing.T) {
 	// A utilisation that stays far above Target sheds every ordinary request, then moves on to critical ones.
 	u := &named{name: "cpu", load: 2}
-	s := NewSettled(u, nil, 0)
-	bindSettled(s, testPolicy)
+	s := NewController(u, nil, 0)
+	bindController(s, testPolicy)
 	readings := 0
 	for ; s.Share() < 2 && readings < 100; readings++ {
 		load, err := s.Load()
@@ -178,7 +178,7 @@ func TestSettledReachesTheCriticalBand(t *testing.T) {
 
 func TestSettledLeavesAFailedSignalOut(t *testing.T) {
 	gone := errors.New("gone")
-	T := DefaultSettleTarget
+	T := DefaultControlTarget
 	runSteps(t, []step{
 		// Without the utilisation, the latency stands in for it: its excess over 1 is the error.
 		{utilErr: gone, lat: 1.5, wantShare: shareAfter(0.5), wantLoad: band(shareAfter(0.5))},
@@ -187,7 +187,7 @@ func TestSettledLeavesAFailedSignalOut(t *testing.T) {
 		{utilErr: gone, latErr: gone, wantErr: true},
 		{util: math.NaN(), latErr: gone, wantErr: true},
 	})
-	s := NewSettled(&named{name: "cpu", err: gone}, nil, 0)
+	s := NewController(&named{name: "cpu", err: gone}, nil, 0)
 	if _, err := s.Load(); !errors.Is(err, gone) {
 		t.Fatalf("Load without a latency signal = %v, want the utilisation's error", err)
 	}
@@ -195,7 +195,7 @@ func TestSettledLeavesAFailedSignalOut(t *testing.T) {
 
 func TestSettledReadingsAndName(t *testing.T) {
 	u, l := &named{name: "cpu", load: 0.4}, &named{name: "lat", load: 0.1}
-	s := NewSettled(u, l, 0.8)
+	s := NewController(u, l, 0.8)
 	if got := s.String(); got != "settled at 0.8 of cpu, beside lat" {
 		t.Fatalf("String = %q", got)
 	}
@@ -210,23 +210,23 @@ func TestSettledReadingsAndName(t *testing.T) {
 	if len(r) != 2 || r[0] != (Reading{Signal: "cpu", Load: 0.4}) || r[1] != (Reading{Signal: "lat", Load: 0.1, Error: "late"}) {
 		t.Fatalf("Readings = %+v", r)
 	}
-	if one := NewSettled(u, nil, 0); len(one.Signals()) != 1 || one.String() != "settled at 0.97 of cpu" {
+	if one := NewController(u, nil, 0); len(one.Signals()) != 1 || one.String() != "settled at 0.97 of cpu" {
 		t.Fatalf("without latency: %v, %d signals", one, len(one.Signals()))
 	}
 }
 
 func TestNewSettledRejectsBadArguments(t *testing.T) {
 	for name, f := range map[string]func(){
-		"nil utilisation": func() { NewSettled(nil, &named{}, 0) },
-		"negative target": func() { NewSettled(&named{}, nil, -0.5) },
-		"target above 2":  func() { NewSettled(&named{}, nil, 2.5) },
-		"NaN target":      func() { NewSettled(&named{}, nil, math.NaN()) },
+		"nil utilisation": func() { NewController(nil, &named{}, 0) },
+		"negative target": func() { NewController(&named{}, nil, -0.5) },
+		"target above 2":  func() { NewController(&named{}, nil, 2.5) },
+		"NaN target":      func() { NewController(&named{}, nil, math.NaN()) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {
 				r := recover()
-				if r == nil || !strings.Contains(r.(string), "NewSettled") {
-					t.Fatalf("panic %v, want one naming NewSettled", r)
+				if r == nil || !strings.Contains(r.(string), "NewController") {
+					t.Fatalf("panic %v, want one naming NewController", r)
 				}
 			}()
 			f()
@@ -253,8 +253,8 @@ func TestSettledSettlesOnTheShareThatFits(t *testing.T) {
 	for _, maxUtil := range []float64{1.6, 1} {
 		for _, offered := range []float64{1.2, 2, 4, 10} {
 			u, l := &named{name: "cpu"}, &named{name: "lat"}
-			s := NewSettled(u, l, 0)
-			bindSettled(s, testPolicy)
+			s := NewController(u, l, 0)
+			bindController(s, testPolicy)
 			p := &plant{offered: offered, maxUtil: maxUtil}
 			var shares []float64
 			for range 400 {
@@ -264,7 +264,7 @@ func TestSettledSettlesOnTheShareThatFits(t *testing.T) {
 				}
 				shares = append(shares, s.Share())
 			}
-			want := 1 - DefaultSettleTarget/offered // the share that holds the process at Target
+			want := 1 - DefaultControlTarget/offered // the share that holds the process at Target
 			for i, got := range shares[200:] {
 				if math.Abs(got-want) > 0.02 {
 					t.Fatalf("max %v offered %v: reading %d share %.4f, want within 0.02 of %.4f", maxUtil, offered, 200+i, got, want)
@@ -296,9 +296,9 @@ func TestSettledSettlesOnTheShareThatFits(t *testing.T) {
 	}
 }
 
-// limitAfter feeds a Settled one reading (utilisation util, latency lat) and then the engine's count of requests
+// limitAfter feeds a Controller one reading (utilisation util, latency lat) and then the engine's count of requests
 // in flight and those the limit rejected since the last reading, and returns the limit it sets.
-func limitAfter(t *testing.T, s *Settled, u, l *named, util, lat float64, inFlight int64, gated uint64) int64 {
+func limitAfter(t *testing.T, s *Controller, u, l *named, util, lat float64, inFlight int64, gated uint64) int64 {
 	t.Helper()
 	u.load, l.load = util, lat
 	if _, err := s.Load(); err != nil {
@@ -309,7 +309,7 @@ func limitAfter(t *testing.T, s *Settled, u, l *named, util, lat float64, inFlig
 
 func TestSettledLimitFollowsTheQueue(t *testing.T) {
 	u, l := &named{name: "cpu"}, &named{name: "lat"}
-	s := NewSettled(u, l, 0)
+	s := NewController(u, l, 0)
 	for i, c := range []struct {
 		util, lat float64
 		inFlight  int64
@@ -326,7 +326,7 @@ func TestSettledLimitFollowsTheQueue(t *testing.T) {
 		{0.5, 0, 3, 3, 4},                   // ...
 		{0.5, 0, 4, 3, 5},                   // ...
 		{0.5, 0, 5, 3, 6},                   // by a quarter once that is more than one
-		{DefaultSettleTarget, 0.5, 6, 3, 6}, // at Target it holds: the CPU has no room for more
+		{DefaultControlTarget, 0.5, 6, 3, 6}, // at Target it holds: the CPU has no room for more
 		{0.5, 0.9, 6, 0, 0},                 // it rejected nothing: lifted
 	} {
 		if got := limitAfter(t, s, u, l, c.util, c.lat, c.inFlight, c.gated); got != c.want {
@@ -345,7 +345,7 @@ func TestSettledLimitFollowsTheQueue(t *testing.T) {
 
 func TestSettledLimitNeedsALatency(t *testing.T) {
 	u := &named{name: "cpu", load: 2}
-	s := NewSettled(u, nil, 0)
+	s := NewController(u, nil, 0)
 	for range 3 {
 		if _, err := s.Load(); err != nil {
 			t.Fatal(err)
@@ -361,7 +361,7 @@ func TestSettledLimitKeepsTheCPUsBusy(t *testing.T) {
 	// one idle.
 	c := &CPU{capacity: 1.5, usage: func() (time.Duration, error) { return 0, nil }, now: time.Now, sleep: func(time.Duration) {}}
 	l := &named{name: "lat", load: 2}
-	s := NewSettled(c, l, 0)
+	s := NewController(c, l, 0)
 	want := int64(min(2, runtime.GOMAXPROCS(0)))
 	if _, err := s.Load(); err != nil {
 		t.Fatal(err)
@@ -372,9 +372,9 @@ func TestSettledLimitKeepsTheCPUsBusy(t *testing.T) {
 }
 
 func TestEngineBindsAndDoesNotSmoothASettled(t *testing.T) {
-	u := &named{name: "cpu", load: DefaultSettleTarget + 0.5}
-	s := NewSettled(u, nil, 0)
-	e, _ := newTestEngine(t, Config{Signal: s, Interval: time.Hour, Smoothing: 0.2, Lower: 0.5, Upper: 0.7,
+	u := &named{name: "cpu", load: DefaultControlTarget + 0.5}
+	s := NewController(u, nil, 0)
+	e, _ := newTestEngine(t, testConfig{Signal: s, Interval: time.Hour, Smoothing: 0.2, Lower: 0.5, Upper: 0.7,
 		CriticalLower: 0.8, CriticalUpper: 0.9})
 	for range 3 {
 		e.Sample()
@@ -390,9 +390,9 @@ func TestEngineBindsAndDoesNotSmoothASettled(t *testing.T) {
 	if !strings.HasPrefix(st.Signal, "settled at 0.97 of cpu") || len(st.Readings) != 1 || st.Readings[0].Load != u.load {
 		t.Fatalf("Status = %+v", st)
 	}
-	// Within a Combined it is bound too, and the Combined is smoothed as any signal.
-	inner := NewSettled(&named{name: "cpu", load: 2}, nil, 0)
-	e2, _ := newTestEngine(t, Config{Signal: Max(inner, &named{name: "other"}), Interval: time.Hour, Lower: 0.5,
+	// Within a Max it is bound too, and the Max is smoothed as any signal.
+	inner := NewController(&named{name: "cpu", load: 2}, nil, 0)
+	e2, _ := newTestEngine(t, testConfig{Signal: NewMax(inner, &named{name: "other"}), Interval: time.Hour, Lower: 0.5,
 		Upper: 0.7, CriticalLower: 0.8, CriticalUpper: 0.9})
 	e2.Sample()
 	if got, want := e2.Status().Load, 0.5+inner.Share()*0.2; math.Abs(got-want) > 1e-9 {
@@ -403,13 +403,13 @@ func TestEngineBindsAndDoesNotSmoothASettled(t *testing.T) {
 func TestDefaultSignalSettlesCPUBesideLatencyAndRunQueue(t *testing.T) {
 	d := DefaultSignal(0)
 	sigs := d.Signals()
-	if len(sigs) != 2 || d.Target() != DefaultSettleTarget {
+	if len(sigs) != 2 || d.Target() != DefaultControlTarget {
 		t.Fatalf("DefaultSignal has %d signals, target %v", len(sigs), d.Target())
 	}
 	if _, ok := sigs[0].(*CPU); !ok {
 		t.Fatalf("first signal %T, want *CPU", sigs[0])
 	}
-	lat, ok := sigs[1].(*Combined)
+	lat, ok := sigs[1].(*Max)
 	if !ok || len(lat.Signals()) != 2 {
 		t.Fatalf("second signal %v, want the highest of scheduling latency and the run queue", sigs[1])
 	}
@@ -428,7 +428,7 @@ func TestDefaultSignalSettlesCPUBesideLatencyAndRunQueue(t *testing.T) {
 		t.Fatalf("Readings = %+v; want the CPU (saying what it reads), the scheduling latency and the run queue", r)
 	}
 	// With nothing configured, the Engine uses it and says so in Status.
-	e := NewEngine(Config{DisableMetrics: true}.WithDefaults(testDefaults))
+	e := NewEngine(testConfig{DisableMetrics: true}.WithDefaults(testDefaults), nil)
 	defer e.Close()
 	st := e.Status()
 	if !strings.HasPrefix(st.Signal, "settled at 0.97 of CPU of ") || !strings.Contains(st.Signal, "scheduler latency") ||

@@ -19,7 +19,7 @@ func (n *named) String() string         { return n.name }
 
 func TestMaxTakesTheHighestLoad(t *testing.T) {
 	a, b := &named{name: "a", load: 0.3}, &named{name: "b", load: 0.7}
-	m := Max(a, b)
+	m := NewMax(a, b)
 	if got := m.String(); got != "max(a, b)" {
 		t.Fatalf("String = %q", got)
 	}
@@ -68,8 +68,8 @@ func TestMaxTakesTheHighestLoad(t *testing.T) {
 
 func TestMaxRejectsNoSignal(t *testing.T) {
 	for name, f := range map[string]func(){
-		"none": func() { Max() },
-		"nil":  func() { Max(&named{name: "a"}, nil) },
+		"none": func() { NewMax() },
+		"nil":  func() { NewMax(&named{name: "a"}, nil) },
 	} {
 		t.Run(name, func(t *testing.T) {
 			defer func() {

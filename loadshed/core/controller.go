@@ -10,7 +10,7 @@ import (
 	"sync"
 )
 
-// Settled is the default controller: a Signal that finds the share of requests to shed, and the in-flight limit
+// Controller is the default controller: a Signal that finds the share of requests to shed, and the in-flight limit
 // of the Engine it serves, from two measurements taken at every reading: the utilisation of the CPU the process
 // may use (default: NewCPU) and whether its goroutines queue for a CPU (a latency signal at 1 or more; default:
 // the higher of NewSchedLatency and NewRunQueue).
@@ -42,11 +42,11 @@ import (
 // is what it sheds: a share of 0.4 reads Lower + 0.4 × (Upper − Lower). A share above 1 sheds every ordinary
 // request and moves on through [CriticalLower, CriticalUpper], up to 2. A share of 0 reads the utilisation (or
 // the latency, if higher) up to Lower, so that Status shows the process's load while it sheds nothing and the
-// sampler can rest. The Engine gives a Settled its bands and does not smooth its load. Each Load is one step:
+// sampler can rest. The Engine gives a Controller its bands and does not smooth its load. Each Load is one step:
 // the gain is per reading, at the Engine's Interval.
 //
-// The zero value is not usable: create it with NewSettled.
-type Settled struct {
+// The zero value is not usable: create it with NewController.
+type Controller struct {
 	util, latency Signal
 	target        float64
 	names         []string
@@ -65,66 +65,66 @@ type Settled struct {
 	last   []Reading
 }
 
-// The defaults of NewSettled.
+// The defaults of NewController.
 const (
-	// DefaultSettleTarget is the utilisation a Settled holds the process at.
-	DefaultSettleTarget = 0.97
+	// DefaultControlTarget is the utilisation a Controller holds the process at.
+	DefaultControlTarget = 0.97
 	// settleGain is the share moved per reading per unit of utilisation above or below Target: a process at
 	// twice its quota sheds 10 % more at every reading; one at half of Target lets 5 % more in.
 	settleGain  = 0.1
 	settleFloor = 0.01 // the smallest share of ordinary requests admitted: below it, all are shed
 )
 
-// settleDefaultPolicy is the band a Settled uses until an Engine gives it its own: the adapters' defaults.
-var settleDefaultPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1.0}
+// controllerDefaultPolicy is the band a Controller uses until an Engine gives it its own: the adapters' defaults.
+var controllerDefaultPolicy = Policy{Lower: 0.90, Upper: 0.95, CriticalLower: 0.98, CriticalUpper: 1.0}
 
-// NewSettled returns a Settled over a utilisation signal and a latency signal (nil: none, and no in-flight
-// limit). target is the utilisation it holds the process at, in (0, 2]; 0 means DefaultSettleTarget. It panics
+// NewController returns a Controller over a utilisation signal and a latency signal (nil: none, and no in-flight
+// limit). target is the utilisation it holds the process at, in (0, 2]; 0 means DefaultControlTarget. It panics
 // on a nil utilisation or a target out of range.
-func NewSettled(utilisation, latency Signal, target float64) *Settled {
+func NewController(utilisation, latency Signal, target float64) *Controller {
 	if utilisation == nil {
-		panic("loadshed: NewSettled utilisation signal is nil")
+		panic("loadshed: NewController utilisation signal is nil")
 	}
 	if target == 0 {
-		target = DefaultSettleTarget
+		target = DefaultControlTarget
 	}
 	if !(target > 0) || target > 2 {
-		panic(fmt.Sprintf("loadshed: NewSettled target must be in (0, 2], got %v", target))
+		panic(fmt.Sprintf("loadshed: NewController target must be in (0, 2], got %v", target))
 	}
-	s := &Settled{util: utilisation, latency: latency, target: target, policy: settleDefaultPolicy, admit: 1}
+	s := &Controller{util: utilisation, latency: latency, target: target, policy: controllerDefaultPolicy, admit: 1}
 	s.names, s.last = newReadings(s.Signals())
 	return s
 }
 
-// DefaultSignal is the Signal of a Config without one: a Settled over CPU utilisation (NewCPU(cpus)) and, as its
+// DefaultSignal is the Signal of a Config without one: a Controller over CPU utilisation (NewCPU(cpus)) and, as its
 // latency, the higher of scheduling latency (NewSchedLatency(0)) and the run queue (NewRunQueue(0)). Utilisation
 // tells it when the process uses what it may; latency when its goroutines queue for a CPU they do not get: a
 // backlog inside a quota, neighbours taking the CPU, or too small a GOMAXPROCS. The run queue sees that queue as
 // soon as it forms, the scheduling latency once its goroutines have waited.
-func DefaultSignal(cpus float64) *Settled {
-	return NewSettled(NewCPU(cpus), Max(NewSchedLatency(0), NewRunQueue(0)), 0)
+func DefaultSignal(cpus float64) *Controller {
+	return NewController(NewCPU(cpus), NewMax(NewSchedLatency(0), NewRunQueue(0)), 0)
 }
 
-// Target is the utilisation the Settled holds the process at.
-func (s *Settled) Target() float64 { return s.target }
+// Target is the utilisation the Controller holds the process at.
+func (s *Controller) Target() float64 { return s.target }
 
-// Share is the share of requests the Settled sheds now: in [0, 1] for ordinary requests, above 1 also critical
+// Share is the share of requests the Controller sheds now: in [0, 1] for ordinary requests, above 1 also critical
 // ones.
-func (s *Settled) Share() float64 {
+func (s *Controller) Share() float64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.share
 }
 
-// Limit is the in-flight limit the Settled set at its last reading: 0 for none.
-func (s *Settled) Limit() int64 {
+// Limit is the in-flight limit the Controller set at its last reading: 0 for none.
+func (s *Controller) Limit() int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.limit
 }
 
 // Signals returns the utilisation signal and, if any, the latency signal.
-func (s *Settled) Signals() []Signal {
+func (s *Controller) Signals() []Signal {
 	if s.latency == nil {
 		return []Signal{s.util}
 	}
@@ -133,7 +133,7 @@ func (s *Settled) Signals() []Signal {
 
 // Readings returns each signal's last load; a latency signal that combines others (a Max) is listed by its
 // parts.
-func (s *Settled) Readings() []Reading {
+func (s *Controller) Readings() []Reading {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	out := append([]Reading(nil), s.last...)
@@ -144,12 +144,12 @@ func (s *Settled) Readings() []Reading {
 }
 
 // String describes the signal, for logs and Status.
-func (s *Settled) String() string {
+func (s *Controller) String() string {
 	return fmt.Sprintf("settled at %g of %s", s.target, strings.Join(s.names, ", beside "))
 }
 
-// describe says in plain words what the Settled does, for the log line at start; String names it for Status.
-func (s *Settled) describe() string {
+// describe says in plain words what the Controller does, for the log line at start; String names it for Status.
+func (s *Controller) describe() string {
 	out := fmt.Sprintf("sheds the share of requests that keeps this process's CPU use at %s of what it may use (%s)",
 		strconv.FormatFloat(s.target*100, 'g', 4, 64)+"%", s.names[0])
 	if len(s.names) > 1 {
@@ -158,8 +158,8 @@ func (s *Settled) describe() string {
 	return out
 }
 
-// bind gives the Settled the Engine's bands.
-func (s *Settled) bind(p Policy) {
+// bind gives the Controller the Engine's bands.
+func (s *Controller) bind(p Policy) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.policy = p
@@ -167,7 +167,7 @@ func (s *Settled) bind(p Policy) {
 
 // Load reads both signals, moves the share and returns it as a load on the bands. It fails only when every
 // signal does; a failed signal is left out of that step.
-func (s *Settled) Load() (float64, error) {
+func (s *Controller) Load() (float64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	util, utilErr := readInto(&s.last[0], s.util)
@@ -203,7 +203,7 @@ func (s *Settled) Load() (float64, error) {
 // step moves the admitted share by the error e in [-1, 1]: multiplied by exp(−Gain × e), so that the same
 // error moves it by the same fraction of itself whether it admits most requests or few. Below settleFloor every
 // ordinary request is shed and the error moves the share of critical requests shed instead, by Gain × e.
-func (s *Settled) step(e float64) {
+func (s *Controller) step(e float64) {
 	switch {
 	case e > 0 && s.admit <= settleFloor || e < 0 && s.crit > 0:
 		s.crit = min(max(s.crit+settleGain*e, 0), 1)
@@ -218,14 +218,14 @@ func (s *Settled) step(e float64) {
 
 // throttled tells whether a quota throttled the process over the last reading: then a queue below the target is
 // the wake-up to what arrived while it was stopped, not a CPU it cannot get.
-func (s *Settled) throttled() bool {
+func (s *Controller) throttled() bool {
 	c, ok := s.util.(interface{ Throttled() bool })
 	return ok && c.Throttled()
 }
 
 // nextLimit moves the in-flight limit after a reading, given the requests in flight now and those the limit
 // rejected since the previous reading, and returns it (0: none).
-func (s *Settled) nextLimit(inFlight int64, gated uint64) int64 {
+func (s *Controller) nextLimit(inFlight int64, gated uint64) int64 {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	switch {
@@ -247,7 +247,7 @@ func (s *Settled) nextLimit(inFlight int64, gated uint64) int64 {
 
 // minLimit is the lowest in-flight limit: the CPUs the process may use (a CPU utilisation's capacity, at most
 // GOMAXPROCS), rounded up; 1 for another utilisation signal.
-func (s *Settled) minLimit() int64 {
+func (s *Controller) minLimit() int64 {
 	cpus := float64(runtime.GOMAXPROCS(0))
 	if c, ok := s.util.(*CPU); ok {
 		cpus = min(cpus, c.Capacity())
@@ -259,7 +259,7 @@ func (s *Settled) minLimit() int64 {
 
 // loadOf places a share on the bands: the reading up to Lower at 0, then [Lower, Upper] for ordinary requests,
 // then [CriticalLower, CriticalUpper].
-func (s *Settled) loadOf(share, reading float64) float64 {
+func (s *Controller) loadOf(share, reading float64) float64 {
 	p := s.policy
 	switch {
 	case share <= 0:
@@ -271,16 +271,16 @@ func (s *Settled) loadOf(share, reading float64) float64 {
 	}
 }
 
-// bindSettled gives the bands to sig if it is a Settled, or to each Settled it combines, and reports whether sig
+// bindController gives the bands to sig if it is a Controller, or to each Controller it combines, and reports whether sig
 // itself is one.
-func bindSettled(sig Signal, p Policy) bool {
+func bindController(sig Signal, p Policy) bool {
 	switch s := sig.(type) {
-	case *Settled:
+	case *Controller:
 		s.bind(p)
 		return true
-	case *Combined:
+	case *Max:
 		for _, inner := range s.signals {
-			bindSettled(inner, p)
+			bindController(inner, p)
 		}
 	}
 	return false

@@ -16,9 +16,9 @@ type Reading struct {
 	Reason string `json:"reason,omitempty"`
 }
 
-// Combined is a Signal whose load is the highest of its signals' loads: the process is overloaded when any one
+// Max is a Signal whose load is the highest of its signals' loads: the process is overloaded when any one
 // resource is. A signal that fails is left out of that reading; Load fails only when every signal does.
-type Combined struct {
+type Max struct {
 	signals []Signal
 	names   []string
 
@@ -26,17 +26,17 @@ type Combined struct {
 	last []Reading
 }
 
-// Max combines signals into one whose load is their maximum. It panics when given no signal or a nil one.
-func Max(signals ...Signal) *Combined {
+// NewMax combines signals into one whose load is their maximum. It panics when given no signal or a nil one.
+func NewMax(signals ...Signal) *Max {
 	if len(signals) == 0 {
-		panic("loadshed: Max needs at least one signal")
+		panic("loadshed: NewMax needs at least one signal")
 	}
 	for i, s := range signals {
 		if s == nil {
-			panic(fmt.Sprintf("loadshed: Max signal %d is nil", i))
+			panic(fmt.Sprintf("loadshed: NewMax signal %d is nil", i))
 		}
 	}
-	c := &Combined{signals: signals}
+	c := &Max{signals: signals}
 	c.names, c.last = newReadings(signals)
 	return c
 }
@@ -68,7 +68,7 @@ func readInto(r *Reading, sig Signal) (float64, error) {
 }
 
 // Load reads every signal and returns the highest load.
-func (c *Combined) Load() (float64, error) {
+func (c *Max) Load() (float64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	best, ok := 0.0, false
@@ -90,17 +90,17 @@ func (c *Combined) Load() (float64, error) {
 }
 
 // Readings returns each signal's last load.
-func (c *Combined) Readings() []Reading {
+func (c *Max) Readings() []Reading {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	return append([]Reading(nil), c.last...)
 }
 
 // Signals returns the combined signals, in order.
-func (c *Combined) Signals() []Signal { return append([]Signal(nil), c.signals...) }
+func (c *Max) Signals() []Signal { return append([]Signal(nil), c.signals...) }
 
 // String describes the signal, for logs and Status.
-func (c *Combined) String() string { return "max(" + strings.Join(c.names, ", ") + ")" }
+func (c *Max) String() string { return "max(" + strings.Join(c.names, ", ") + ")" }
 
 // signalReason is what a built-in signal says about its source, or "".
 func signalReason(s Signal) string {

@@ -1,0 +1,156 @@
+package main
+
+import (
+	"bytes"
+	"fmt"
+	"go/ast"
+	"go/format"
+	"go/parser"
+	"go/token"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strings"
+)
+
+// Field is one field of a core's Config: its name, its type as written in the core, and its default.
+type Field struct {
+	Name, Type, Default string
+}
+
+// CoreFields reads the fields of the generic Config declared in the core package in dir, and its type
+// parameters' names in order.
+func CoreFields(dir string) ([]Field, []string, error) {
+	fset := token.NewFileSet()
+	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") },
+		parser.ParseComments)
+	if err != nil {
+		return nil, nil, err
+	}
+	for _, pkg := range pkgs {
+		for _, file := range pkg.Files {
+			for _, decl := range file.Decls {
+				gd, ok := decl.(*ast.GenDecl)
+				if !ok || gd.Tok != token.TYPE {
+					continue
+				}
+				for _, spec := range gd.Specs {
+					ts := spec.(*ast.TypeSpec)
+					st, ok := ts.Type.(*ast.StructType)
+					if ts.Name.Name != "Config" || !ok || ts.TypeParams == nil {
+						continue
+					}
+					var params []string
+					for _, p := range ts.TypeParams.List {
+						for _, n := range p.Names {
+							params = append(params, n.Name)
+						}
+					}
+					fields, err := structFields(fset, st)
+					return fields, params, err
+				}
+			}
+		}
+	}
+	return nil, nil, fmt.Errorf("%s: no generic type Config", filepath.Clean(dir))
+}
+
+var defaultRe = regexp.MustCompile(`(?s)Default:\s*(.*)$`)
+
+func structFields(fset *token.FileSet, st *ast.StructType) ([]Field, error) {
+	var fields []Field
+	for _, f := range st.Fields.List {
+		var typ bytes.Buffer
+		if err := format.Node(&typ, fset, f.Type); err != nil {
+			return nil, err
+		}
+		def := ""
+		if m := defaultRe.FindStringSubmatch(f.Doc.Text()); m != nil {
+			def = strings.Join(strings.Fields(m[1]), " ")
+		}
+		for _, n := range f.Names {
+			if def == "" {
+				return nil, fmt.Errorf("Config.%s: its doc says no \"Default: ...\"", n.Name)
+			}
+			fields = append(fields, Field{Name: n.Name, Type: typ.String(), Default: def})
+		}
+	}
+	return fields, nil
+}
+
+// aliasRe finds an adapter's Config alias and the comment above it.
+var aliasRe = regexp.MustCompile(`(?m)((?:^//.*\n)*)^type Config = core\.Config\[(.*)\]\n`)
+
+// Rewrite returns src with the comment above its Config alias written from fields, the type parameters params
+// replaced by the alias's type arguments.
+func Rewrite(src []byte, fields []Field, params []string) ([]byte, error) {
+	loc := aliasRe.FindSubmatchIndex(src)
+	if loc == nil {
+		return nil, fmt.Errorf("no `type Config = core.Config[...]` line")
+	}
+	args := splitArgs(string(src[loc[4]:loc[5]]))
+	if len(args) != len(params) {
+		return nil, fmt.Errorf("Config has %d type arguments, the core's %d", len(args), len(params))
+	}
+	var b strings.Builder
+	b.WriteString("// Config defines the config for the middleware: the core's Config (core.Config, where each field is documented\n")
+	b.WriteString("// in full) with this Fiber version's types. A zero field takes its default, from ConfigDefault; an invalid one\n")
+	b.WriteString("// makes New panic, naming the field. The fields and their defaults:\n//\n")
+	for _, f := range fields {
+		b.WriteString(wrap(fmt.Sprintf("%s %s: %s", f.Name, substitute(f.Type, params, args), f.Default)))
+	}
+	out := append([]byte{}, src[:loc[2]]...)
+	out = append(out, b.String()...)
+	return append(out, src[loc[3]:]...), nil
+}
+
+// splitArgs splits type arguments at the commas outside brackets and parentheses.
+func splitArgs(s string) []string {
+	var args []string
+	depth, start := 0, 0
+	for i, r := range s {
+		switch r {
+		case '[', '(':
+			depth++
+		case ']', ')':
+			depth--
+		case ',':
+			if depth == 0 {
+				args = append(args, strings.TrimSpace(s[start:i]))
+				start = i + 1
+			}
+		}
+	}
+	return append(args, strings.TrimSpace(s[start:]))
+}
+
+// substitute replaces each whole-word type parameter in typ by its argument.
+func substitute(typ string, params, args []string) string {
+	for i, p := range params {
+		typ = regexp.MustCompile(`\b`+regexp.QuoteMeta(p)+`\b`).ReplaceAllLiteralString(typ, "\x00"+fmt.Sprint(i)+"\x00")
+	}
+	for i := range params {
+		typ = strings.ReplaceAll(typ, "\x00"+fmt.Sprint(i)+"\x00", args[i])
+	}
+	return typ
+}
+
+// wrap writes a list item as comment lines of at most 120 columns, the continuation indented under the text.
+func wrap(item string) string {
+	const width = 120 - len("// ")
+	var b strings.Builder
+	line := ""
+	for _, w := range strings.Fields(item) {
+		switch {
+		case line == "":
+			line = "  - " + w
+		case len(line)+1+len(w) > width:
+			b.WriteString("//" + " " + line + "\n")
+			line = "    " + w
+		default:
+			line += " " + w
+		}
+	}
+	b.WriteString("// " + line + "\n")
+	return b.String()
+}

@@ -1,0 +1,79 @@
+// Command configdoc writes the doc comment of each Fiber adapter's Config from its core's Config, so that the
+// fields are declared and documented once (in <module>/core) and a user who opens the adapter's Config still
+// sees every field with its type and default.
+//
+//	configdoc [-repo DIR] [-check]
+//
+// An adapter declares its Config as an alias of the core's generic Config with its Fiber version's types:
+//
+//	type Config = core.Config[*fiber.Ctx, fiber.Handler]
+//
+// configdoc replaces the comment above that line with a list of the core Config's fields, each with its type (the
+// type parameters replaced by the alias's arguments) and the text after "Default:" in its doc. With -check it
+// changes nothing and fails, naming the files, when a comment is not what it would write.
+package main
+
+import (
+	"flag"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// Modules are the middlewares whose adapters' Configs are aliases of their cores'.
+var Modules = []string{"loadshed", "rebalance", "throttle", "upstreampick"}
+
+func main() {
+	repo := flag.String("repo", ".", "the repository's root")
+	check := flag.Bool("check", false, "change nothing; fail when a Config's comment is out of date")
+	only := flag.String("only", "", "one module instead of all")
+	flag.Parse()
+	if *only != "" {
+		Modules = []string{*only}
+	}
+	stale, err := Run(*repo, *check)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "configdoc:", err)
+		os.Exit(1)
+	}
+	if *check && len(stale) > 0 {
+		fmt.Fprintf(os.Stderr, "configdoc: out of date (run `go run ./configdoc -repo ../..` in .github/tools): %v\n", stale)
+		os.Exit(1)
+	}
+	for _, f := range stale {
+		fmt.Println("configdoc: wrote", f)
+	}
+}
+
+// Run brings every adapter's Config comment up to date (with check, only finds the stale ones) and returns the
+// files that were, or would be, changed.
+func Run(repo string, check bool) ([]string, error) {
+	var stale []string
+	for _, m := range Modules {
+		fields, params, err := CoreFields(filepath.Join(repo, m, "core"))
+		if err != nil {
+			return nil, err
+		}
+		for _, dir := range []string{m, filepath.Join("v3", m)} {
+			path := filepath.Join(repo, dir, m+".go")
+			src, err := os.ReadFile(path)
+			if err != nil {
+				return nil, err
+			}
+			out, err := Rewrite(src, fields, params)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", path, err)
+			}
+			if string(out) == string(src) {
+				continue
+			}
+			stale = append(stale, filepath.Join(dir, m+".go"))
+			if !check {
+				if err := os.WriteFile(path, out, 0o644); err != nil {
+					return nil, err
+				}
+			}
+		}
+	}
+	return stale, nil
+}

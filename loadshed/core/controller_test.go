@@ -316,18 +316,18 @@ func TestSettledLimitFollowsTheQueue(t *testing.T) {
 		gated     uint64
 		want      int64
 	}{
-		{0.5, 0, 40, 0, 0},                  // no queue: no limit, however many are in flight
-		{1, 1, 40, 0, 20},                   // a queue: half of what is in flight
-		{1, 2, 30, 5, 10},                   // another: half of the limit (fewer than in flight)
-		{1, 1.5, 8, 9, 4},                   // half of the fewer in flight
-		{1, 1, 1, 9, 1},                     // never below one CPU's worth
-		{0.5, 0, 1, 3, 2},                   // it rejected while the CPU had room and no queue: up by one at least
-		{0.5, 0, 2, 3, 3},                   // ...
-		{0.5, 0, 3, 3, 4},                   // ...
-		{0.5, 0, 4, 3, 5},                   // ...
-		{0.5, 0, 5, 3, 6},                   // by a quarter once that is more than one
+		{0.5, 0, 40, 0, 0},                   // no queue: no limit, however many are in flight
+		{1, 1, 40, 0, 20},                    // a queue: half of what is in flight
+		{1, 2, 30, 5, 10},                    // another: half of the limit (fewer than in flight)
+		{1, 1.5, 8, 9, 4},                    // half of the fewer in flight
+		{1, 1, 1, 9, 1},                      // never below one CPU's worth
+		{0.5, 0, 1, 3, 2},                    // it rejected while the CPU had room and no queue: up by one at least
+		{0.5, 0, 2, 3, 3},                    // ...
+		{0.5, 0, 3, 3, 4},                    // ...
+		{0.5, 0, 4, 3, 5},                    // ...
+		{0.5, 0, 5, 3, 6},                    // by a quarter once that is more than one
 		{DefaultControlTarget, 0.5, 6, 3, 6}, // at Target it holds: the CPU has no room for more
-		{0.5, 0.9, 6, 0, 0},                 // it rejected nothing: lifted
+		{0.5, 0.9, 6, 0, 0},                  // it rejected nothing: lifted
 	} {
 		if got := limitAfter(t, s, u, l, c.util, c.lat, c.inFlight, c.gated); got != c.want {
 			t.Fatalf("step %d (%+v): limit %d, want %d", i, c, got, c.want)

@@ -46,11 +46,11 @@ type Engine struct {
 	finished, gated counter
 
 	samplerErrors atomic.Uint64
-	sampleMu      sync.Mutex // one reading at a time: the sampler's and Sample's
-	lastErr       string     // guarded by sampleMu
-	controller       *Controller   // the signal, when it is a Controller: it sets the in-flight limit
-	lastGated     uint64     // gated at the last reading; guarded by sampleMu
-	pace          pace       // its rhythm fields are guarded by sampleMu; interval and idle never change
+	sampleMu      sync.Mutex  // one reading at a time: the sampler's and Sample's
+	lastErr       string      // guarded by sampleMu
+	controller    *Controller // the signal, when it is a Controller: it sets the in-flight limit
+	lastGated     uint64      // gated at the last reading; guarded by sampleMu
+	pace          pace        // its rhythm fields are guarded by sampleMu; interval and idle never change
 
 	cancel    context.CancelFunc
 	done      chan struct{}

@@ -14,8 +14,8 @@ import (
 func TestMetricsCountDecisions(t *testing.T) {
 	load := coretest.NewFixedLoad(0.96)
 	e, reg := newTestEngine(t, testConfig{Signal: load, Interval: time.Hour}) // the test takes the readings itself
-	e.Admit(false)                                                        // rejected
-	e.Admit(true)                                                         // admitted in the critical band
+	e.Admit(false)                                                            // rejected
+	e.Admit(true)                                                             // admitted in the critical band
 	load.Set(1)
 	e.Sample()
 	e.Admit(true) // rejected

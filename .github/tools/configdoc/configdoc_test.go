@@ -108,3 +108,26 @@ func TestAdaptersAreCurrent(t *testing.T) {
 		t.Fatalf("out of date: %v; run `go run ./configdoc -repo ../..` in .github/tools", stale)
 	}
 }
+
+func TestTableHasARowPerFieldWithBothVersionsTypes(t *testing.T) {
+	fields := []Field{
+		{Name: "Next", Type: "func(c C) bool", Default: "nil", Summary: "Next skips."},
+		{Name: "Lower", Type: "float64", Default: "0.9", Summary: "Lower | upper."},
+	}
+	readme := "# x\n\n## Config\n\n" + tableBegin + "| old |\n" + tableEnd + "\nAfter.\n"
+	out, err := Table([]byte(readme), fields, []string{"C", "H"}, []string{"*fiber.Ctx", "fiber.Handler"},
+		[]string{"fiber.Ctx", "fiber.Handler"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := "# x\n\n## Config\n\n" + tableBegin +
+		"| Property | Type | Description | Default |\n|---|---|---|---|\n" +
+		"| Next | `func(c *fiber.Ctx) bool` (v3: `func(c fiber.Ctx) bool`) | Next skips. | nil |\n" +
+		"| Lower | `float64` | Lower \\| upper. | 0.9 |\n" + tableEnd + "\nAfter.\n"
+	if string(out) != want {
+		t.Fatalf("got\n%s\nwant\n%s", out, want)
+	}
+	if _, err := Table([]byte("# x\n"), fields, nil, nil, nil); err == nil {
+		t.Error("a README without the markers: no error")
+	}
+}

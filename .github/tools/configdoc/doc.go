@@ -16,6 +16,8 @@ import (
 // Field is one field of a core's Config: its name, its type as written in the core, and its default.
 type Field struct {
 	Name, Type, Default string
+	// Summary is the first sentence of the field's doc.
+	Summary string
 }
 
 // CoreFields reads the fields of the generic Config declared in the core package in dir, and its type
@@ -64,15 +66,15 @@ func structFields(fset *token.FileSet, st *ast.StructType) ([]Field, error) {
 		if err := format.Node(&typ, fset, f.Type); err != nil {
 			return nil, err
 		}
-		def := ""
-		if m := defaultRe.FindStringSubmatch(f.Doc.Text()); m != nil {
+		def, doc := "", f.Doc.Text()
+		if m := defaultRe.FindStringSubmatch(doc); m != nil {
 			def = strings.Join(strings.Fields(m[1]), " ")
 		}
 		for _, n := range f.Names {
 			if def == "" {
 				return nil, fmt.Errorf("Config.%s: its doc says no \"Default: ...\"", n.Name)
 			}
-			fields = append(fields, Field{Name: n.Name, Type: typ.String(), Default: def})
+			fields = append(fields, Field{Name: n.Name, Type: typ.String(), Default: def, Summary: firstSentence(doc)})
 		}
 	}
 	return fields, nil
@@ -153,4 +155,53 @@ func wrap(item string) string {
 	}
 	b.WriteString("// " + line + "\n")
 	return b.String()
+}
+
+// firstSentence is the doc's first sentence, on one line.
+func firstSentence(doc string) string {
+	para, _, _ := strings.Cut(doc, "\n\n")
+	para = strings.Join(strings.Fields(para), " ")
+	for i := 0; i+1 < len(para); i++ {
+		if para[i] == '.' && para[i+1] == ' ' && i+2 < len(para) && para[i+2] >= 'A' && para[i+2] <= 'Z' {
+			return para[:i+1]
+		}
+	}
+	return para
+}
+
+// The lines between which a README holds its Config table.
+const (
+	tableBegin = "<!-- configdoc: the Config table, written by .github/tools/configdoc -->\n"
+	tableEnd   = "<!-- configdoc: end -->\n"
+)
+
+// Table returns readme with the table between its markers written from fields, with the type arguments args
+// (the Fiber v2 adapter's) and the v3 adapter's in a note where they differ.
+func Table(readme []byte, fields []Field, params, args2, args3 []string) ([]byte, error) {
+	s := string(readme)
+	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
+	if i < 0 || j < i {
+		return nil, fmt.Errorf("no %q ... %q", strings.TrimSpace(tableBegin), strings.TrimSpace(tableEnd))
+	}
+	cell := func(v string) string { return strings.ReplaceAll(v, "|", "\\|") }
+	var b strings.Builder
+	b.WriteString("| Property | Type | Description | Default |\n|---|---|---|---|\n")
+	for _, f := range fields {
+		t2, t3 := substitute(f.Type, params, args2), substitute(f.Type, params, args3)
+		typ := "`" + cell(t2) + "`"
+		if t3 != t2 {
+			typ += " (v3: `" + cell(t3) + "`)"
+		}
+		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.Name, typ, cell(f.Summary), cell(f.Default))
+	}
+	return []byte(s[:i+len(tableBegin)] + b.String() + s[j:]), nil
+}
+
+// TypeArgs returns the type arguments of an adapter's Config alias.
+func TypeArgs(src []byte) ([]string, error) {
+	loc := aliasRe.FindSubmatchIndex(src)
+	if loc == nil {
+		return nil, fmt.Errorf("no `type Config = core.Config[...]` line")
+	}
+	return splitArgs(string(src[loc[4]:loc[5]])), nil
 }

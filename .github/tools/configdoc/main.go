@@ -1,6 +1,6 @@
-// Command configdoc writes the doc comment of each Fiber adapter's Config from its core's Config, so that the
-// fields are declared and documented once (in <module>/core) and a user who opens the adapter's Config still
-// sees every field with its type and default.
+// Command configdoc writes the doc comment of each Fiber adapter's Config, and the Config table of each module's
+// README, from its core's Config, so that the fields are declared and documented once (in <module>/core) and a
+// user who opens the adapter's Config, or the README, still sees every field with its type and default.
 //
 //	configdoc [-repo DIR] [-check]
 //
@@ -10,7 +10,9 @@
 //
 // configdoc replaces the comment above that line with a list of the core Config's fields, each with its type (the
 // type parameters replaced by the alias's arguments) and the text after "Default:" in its doc. With -check it
-// changes nothing and fails, naming the files, when a comment is not what it would write.
+// changes nothing and fails, naming the files, when a comment is not what it would write. The README's table
+// stands between two marker lines (see Table): a row per field with its type (v2's, and v3's where it differs),
+// the first sentence of its doc and its default.
 package main
 
 import (
@@ -72,6 +74,40 @@ func Run(repo string, check bool) ([]string, error) {
 				if err := os.WriteFile(path, out, 0o644); err != nil {
 					return nil, err
 				}
+			}
+		}
+	}
+	for _, m := range Modules {
+		fields, params, err := CoreFields(filepath.Join(repo, m, "core"))
+		if err != nil {
+			return nil, err
+		}
+		var args [2][]string
+		for i, dir := range []string{m, filepath.Join("v3", m)} {
+			src, err := os.ReadFile(filepath.Join(repo, dir, m+".go"))
+			if err != nil {
+				return nil, err
+			}
+			if args[i], err = TypeArgs(src); err != nil {
+				return nil, fmt.Errorf("%s: %w", filepath.Join(dir, m+".go"), err)
+			}
+		}
+		path := filepath.Join(repo, m, "README.md")
+		readme, err := os.ReadFile(path)
+		if err != nil {
+			return nil, err
+		}
+		out, err := Table(readme, fields, params, args[0], args[1])
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", filepath.Join(m, "README.md"), err)
+		}
+		if string(out) == string(readme) {
+			continue
+		}
+		stale = append(stale, filepath.Join(m, "README.md"))
+		if !check {
+			if err := os.WriteFile(path, out, 0o644); err != nil {
+				return nil, err
 			}
 		}
 	}

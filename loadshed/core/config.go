@@ -68,6 +68,13 @@ type Config[C, H any] struct {
 	// Optional. Default: 0 (detected from the cgroup, else the host)
 	CPUs float64
 
+	// Target is the share of the CPU the process may use that the default signal holds it at while it sheds:
+	// lower trades goodput for latency (fewer admitted requests wait for a CPU), higher the other way. In (0, 1].
+	// Ignored when Signal is set.
+	//
+	// Optional. Default: 0.97 (DefaultControlTarget)
+	Target float64
+
 	// Interval is how often the background sampler reads Signal. Short intervals catch an overload before a
 	// backlog builds; cgroup CPU counters are exact at any interval (the host-wide fallback measures over at least
 	// 100ms, see CPU).
@@ -139,6 +146,7 @@ func Defaults[C, H any](onReject H) Config[C, H] {
 		Upper:         0.95,
 		CriticalLower: 0.98,
 		CriticalUpper: 1.0,
+		Target:        DefaultControlTarget,
 		Interval:      20 * time.Millisecond,
 		IdleInterval:  320 * time.Millisecond,
 		Smoothing:     0.2,
@@ -165,6 +173,9 @@ func (c Config[C, H]) WithDefaults(d Config[C, H]) Config[C, H] {
 		if c.CriticalUpper <= c.CriticalLower {
 			c.CriticalUpper = c.CriticalLower + (c.Upper - c.Lower)
 		}
+	}
+	if c.Target == 0 {
+		c.Target = d.Target
 	}
 	if c.Interval == 0 {
 		c.Interval = d.Interval
@@ -215,6 +226,8 @@ func (c Config[C, H]) validateSettings() {
 		panic(fmt.Sprintf("loadshed: Config.Smoothing must be in (0, 1], got %v", c.Smoothing))
 	case !finite(c.CPUs) || c.CPUs < 0:
 		panic(fmt.Sprintf("loadshed: Config.CPUs must be >= 0, got %v", c.CPUs))
+	case !finite(c.Target) || c.Target < 0 || c.Target > 1:
+		panic(fmt.Sprintf("loadshed: Config.Target must be in (0, 1], got %v", c.Target))
 	case strings.ContainsFunc(c.Name, unicode.IsControl):
 		panic(fmt.Sprintf("loadshed: Config.Name must have no control characters (it is sent in a header), got %q", c.Name))
 	}

@@ -27,6 +27,9 @@ func TestConfigPanicsNameTheField(t *testing.T) {
 		{"Config.Smoothing", testConfig{Smoothing: 1.5}},
 		{"Config.Smoothing", testConfig{Smoothing: -1}},
 		{"Config.CPUs", testConfig{CPUs: -2}},
+		{"Config.Target", testConfig{Target: -0.5}},
+		{"Config.Target", testConfig{Target: 1.01}},
+		{"Config.Target", testConfig{Target: math.Inf(1)}},
 		{"Config.Name", testConfig{Name: "api\r\nX-Injected: 1"}},
 	}
 	// A nil OnReject is the middleware's concern: Validate names it, an Engine never calls it.
@@ -108,7 +111,7 @@ func TestIdleIntervalDefault(t *testing.T) {
 }
 
 func TestWithDefaultsFillsOnlyZeroFields(t *testing.T) {
-	set := testConfig{Lower: 0.5, Upper: 0.6, CriticalLower: 0.7, CriticalUpper: 0.8, Interval: time.Second,
+	set := testConfig{Lower: 0.5, Upper: 0.6, CriticalLower: 0.7, CriticalUpper: 0.8, Target: 0.9, Interval: time.Second,
 		IdleInterval: 2 * time.Second, Smoothing: 0.5, RetryAfter: -1, Name: "api"}
 	set.OnReject = "custom reject"
 	if got := set.WithDefaults(testDefaults); !reflect.DeepEqual(got, set) {

@@ -101,8 +101,11 @@ func NewController(utilisation, latency Signal, target float64) *Controller {
 // tells it when the process uses what it may; latency when its goroutines queue for a CPU they do not get: a
 // backlog inside a quota, neighbours taking the CPU, or too small a GOMAXPROCS. The run queue sees that queue as
 // soon as it forms, the scheduling latency once its goroutines have waited.
-func DefaultSignal(cpus float64) *Controller {
-	return NewController(NewCPU(cpus), NewMax(NewSchedLatency(0), NewRunQueue(0)), 0)
+// A Config's Target sets its target (0: DefaultControlTarget).
+func DefaultSignal(cpus float64) *Controller { return defaultSignal(cpus, 0) }
+
+func defaultSignal(cpus, target float64) *Controller {
+	return NewController(NewCPU(cpus), NewMax(NewSchedLatency(0), NewRunQueue(0)), target)
 }
 
 // Target is the utilisation the Controller holds the process at.

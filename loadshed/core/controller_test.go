@@ -435,4 +435,10 @@ func TestDefaultSignalSettlesCPUBesideLatencyAndRunQueue(t *testing.T) {
 		!strings.Contains(st.Signal, "runnable goroutines") || len(st.Readings) != 3 {
 		t.Fatalf("Status = %+v; want the default settled signal with three readings", st)
 	}
+	// Config.Target is the default signal's target.
+	e2 := NewEngine(testConfig{DisableMetrics: true, Target: 0.8}.WithDefaults(testDefaults), nil)
+	defer e2.Close()
+	if st := e2.Status(); !strings.HasPrefix(st.Signal, "settled at 0.8 of CPU of ") {
+		t.Fatalf("Target 0.8: Status.Signal %q, want the default signal settled at 0.8", st.Signal)
+	}
 }

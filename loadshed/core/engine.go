@@ -67,7 +67,7 @@ func NewEngine[C, H any](cfg Config[C, H], lg Logger) *Engine {
 	cfg.validateSettings()
 	sig := cfg.Signal
 	if sig == nil {
-		sig = DefaultSignal(cfg.CPUs)
+		sig = defaultSignal(cfg.CPUs, cfg.Target)
 	}
 	if lg == nil {
 		lg = stdLogger{}

@@ -31,6 +31,7 @@ import (
 //     the process may use, and while its goroutines queue for a CPU (waits over 7ms, or 2 runnable goroutines per P) it
 //     limits the requests in flight
 //   - CPUs float64: 0 (detected from the cgroup, else the host)
+//   - Target float64: 0.97 (DefaultControlTarget)
 //   - Interval time.Duration: 20ms
 //   - IdleInterval time.Duration: 320ms, or Interval if longer
 //   - Smoothing float64: 0.2 (about 100ms of memory at the default Interval)

@@ -151,9 +151,10 @@ type Logger interface {
 	Errorf(format string, v ...any)
 }
 
-// WithDefaults fills the zero fields of c from d (an adapter's ConfigDefault), OnReject included. Timeout stays zero: each trigger
-// then takes d.Timeout, or its own interval if shorter. The window bounds follow each other: a WindowMax below
-// the default WindowMin is also the minimum, and a WindowMin above the default WindowMax is also the maximum.
+// WithDefaults fills the zero fields of c from d (an adapter's ConfigDefault), OnReject included. Timeout stays
+// zero: each trigger then takes d.Timeout, or its own interval if shorter. The window bounds follow each other: a
+// WindowMax below the default WindowMin is also the minimum, and a WindowMin above the default WindowMax is also the
+// maximum.
 func (c Config[C, H]) WithDefaults(d Config[C, H]) Config[C, H] {
 	if c.Interval == 0 {
 		c.Interval = d.Interval

@@ -12,6 +12,7 @@ require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/fiberguard/fiberguard/loadshed v0.0.0
 	github.com/fiberguard/fiberguard/throttle v0.0.0
+	github.com/fiberguard/fiberguard/throttle/core v0.0.0
 	github.com/fiberguard/fiberguard/upstreampick v0.0.0
 	github.com/go-kratos/aegis v0.2.0
 	github.com/gofiber/fiber/v2 v2.52.15
@@ -34,7 +35,6 @@ require (
 	github.com/facette/natsort v0.0.0-20181210072756-2cd4dd1e2dcb // indirect
 	github.com/fatih/color v1.18.0 // indirect
 	github.com/fiberguard/fiberguard/loadshed/core v0.0.0 // indirect
-	github.com/fiberguard/fiberguard/throttle/core v0.0.0 // indirect
 	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/fiberguard/fiberguard/throttle"
+	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
 	"github.com/gofiber/fiber/v2"
 	"github.com/kevindweb/throttle-proxy/proxymw"
 	"github.com/platinummonkey/go-concurrency-limits/core"
@@ -107,7 +108,7 @@ func BenchmarkThrottleAdmission(b *testing.B) {
 		admit func(b *testing.B) func()
 	}{
 		{"fiberguard_throttle", func(b *testing.B) func() {
-			w := throttle.NewWindow(benchWindow, benchWindow)
+			w := throttlecore.NewWindow(benchWindow, benchWindow)
 			return func() {
 				if w.TryAcquire() {
 					w.Release()

@@ -44,7 +44,7 @@ func testThrottleFollowsRealPrometheus(t *testing.T, fv fiberapp.Version) {
 	busy, prom := startBusyBackend(t)
 
 	newThrottle := func(name, query string, mode throttlecore.FailMode) throttler {
-		th := fv.NewThrottler(throttlecore.Config{
+		th := fv.NewThrottler(throttlecore.Config[any, any]{
 			Name: name, DisableMetrics: true,
 			PrometheusURL: prom.URL(),
 			Triggers:      []throttlecore.Trigger{{Name: "backend_busy", Query: query}},
@@ -163,7 +163,7 @@ func testThrottleInvalidQueryWithRealPrometheus(t *testing.T, fv fiberapp.Versio
 
 	reg := prometheus.NewRegistry()
 	newThrottle := func(name, query string) throttler {
-		th := fv.NewThrottler(throttlecore.Config{
+		th := fv.NewThrottler(throttlecore.Config[any, any]{
 			Name: name, Registerer: reg,
 			PrometheusURL: prom.URL(),
 			Triggers:      []throttlecore.Trigger{{Name: "backend_busy", Query: query}},

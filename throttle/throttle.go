@@ -4,14 +4,28 @@
 // each evaluation of a firing trigger halves it. Requests beyond the window are rejected (503 with Retry-After
 // by default).
 //
-// This is the Fiber v2 adapter: the window, the triggers and their goroutines, the metrics and Status live in
-// github.com/fiberguard/fiberguard/throttle/core, whose public names this package re-exports.
+// This is the Fiber v2 adapter: the configuration, the middleware, the window, the triggers and their goroutines,
+// the metrics and Status live in github.com/fiberguard/fiberguard/throttle/core, whose public names this package
+// re-exports.
 package throttle
 
 import (
 	"github.com/fiberguard/fiberguard/throttle/core"
 	"github.com/gofiber/fiber/v2"
+	"github.com/gofiber/fiber/v2/log"
 )
+
+// Config defines the config for the middleware.
+type Config = core.Config[*fiber.Ctx, fiber.Handler]
+
+// ConfigDefault is the default config.
+var ConfigDefault = core.Defaults[*fiber.Ctx, fiber.Handler](func(c *fiber.Ctx) error {
+	return c.Status(fiber.StatusServiceUnavailable).SendString("throttle: concurrency limit reached, retry later\n")
+})
+
+// Throttler owns a concurrency window, the goroutines evaluating its triggers, and the middleware that admits
+// requests into the window. Create it with NewThrottler and stop it with Close.
+type Throttler = core.Throttler[*fiber.Ctx, fiber.Handler]
 
 // New creates a throttling middleware: NewThrottler(config...).Handler(). Its trigger goroutines run until
 // Config.Context is done (for the life of the process without one); use NewThrottler for a handle that can be
@@ -20,36 +34,37 @@ func New(config ...Config) fiber.Handler {
 	return NewThrottler(config...).Handler()
 }
 
-// Handler returns the middleware. Every call returns an equivalent handler over the same window.
-func (t *Throttler) Handler() fiber.Handler {
-	return t.handle
+// NewThrottler fills the zero fields of the config from ConfigDefault, validates it (panicking on invalid values,
+// naming the field), registers the metrics, starts one goroutine per trigger (each evaluates its trigger at once,
+// then every Interval) and returns the Throttler without waiting for any evaluation. The goroutines stop when Close
+// is called or Config.Context is done.
+func NewThrottler(config ...Config) *Throttler {
+	return core.NewThrottler(ConfigDefault, fiberLog{}, config...)
 }
 
-func (t *Throttler) handle(c *fiber.Ctx) error {
-	if t.next != nil && t.next(c) {
-		return c.Next()
-	}
-	release, ok := t.engine.TryAcquire()
-	if !ok {
-		return t.reject(c)
-	}
-	// Deferred so that the slot comes back when a later handler panics, as well as on success and error.
-	defer release()
-	return c.Next()
-}
-
-// Header names, already canonical: set with SetCanonical, they are not normalised per request.
-var (
-	retryAfterKey = []byte(core.HeaderRetryAfter)
-	rejectedByKey = []byte(core.HeaderRejectedBy)
+// The core's public names users need, re-exported; their documentation is the core's.
+type (
+	Trigger       = core.Trigger       // a backpressure signal: a PromQL query or a func that fires or not
+	FailMode      = core.FailMode      // the state of a trigger failing for Config.Staleness
+	TriggerState  = core.TriggerState  // a trigger's effective state after an evaluation
+	Status        = core.Status        // a point-in-time view of a Throttler, JSON keys in snake_case
+	TriggerStatus = core.TriggerStatus // a trigger's state in a Status
 )
 
-// reject sets the rejection headers, whose values the engine formatted once, and hands the request to OnReject.
-func (t *Throttler) reject(c *fiber.Ctx) error {
-	h := &c.Response().Header
-	if t.retryAfter != nil {
-		h.SetCanonical(retryAfterKey, t.retryAfter)
-	}
-	h.SetCanonical(rejectedByKey, t.rejectedBy)
-	return t.onReject(c)
-}
+// The fail modes, and the largest window.
+const (
+	FailOpen   = core.FailOpen   // a stale trigger does not fire
+	FailClosed = core.FailClosed // a stale trigger fires: the window backs off towards its minimum
+	MaxWindow  = core.MaxWindow  // the largest Config.WindowMax (2^21 - 1 concurrent requests)
+)
+
+// ErrUnsupportedResult reports a query result that cannot say whether a trigger fires (a range vector or a
+// string).
+var ErrUnsupportedResult = core.ErrUnsupportedResult
+
+// fiberLog sends the engine's messages to Fiber's logger, whichever is set when they are logged.
+type fiberLog struct{}
+
+func (fiberLog) Infof(format string, v ...any)  { log.Infof(format, v...) }
+func (fiberLog) Warnf(format string, v ...any)  { log.Warnf(format, v...) }
+func (fiberLog) Errorf(format string, v ...any) { log.Errorf(format, v...) }

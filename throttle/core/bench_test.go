@@ -44,7 +44,7 @@ func BenchmarkWindowRejectParallel(b *testing.B) {
 
 // BenchmarkEngineTryAcquire is the admission the adapters make per request: the window and the counter.
 func BenchmarkEngineTryAcquire(b *testing.B) {
-	e := NewEngine(Config{WindowMin: MaxWindow, WindowMax: MaxWindow, DisableMetrics: true}.WithDefaults(testDefaults))
+	e := NewEngine(Config[any, any]{WindowMin: MaxWindow, WindowMax: MaxWindow, DisableMetrics: true}.WithDefaults(testDefaults), nil)
 	defer e.Close()
 	b.ReportAllocs()
 	for b.Loop() {
@@ -56,7 +56,7 @@ func BenchmarkEngineTryAcquire(b *testing.B) {
 
 // BenchmarkEngineReject is the admission of a request into a full window.
 func BenchmarkEngineReject(b *testing.B) {
-	e := NewEngine(Config{WindowMin: 1, WindowMax: 1, DisableMetrics: true}.WithDefaults(testDefaults))
+	e := NewEngine(Config[any, any]{WindowMin: 1, WindowMax: 1, DisableMetrics: true}.WithDefaults(testDefaults), nil)
 	defer e.Close()
 	e.TryAcquire()
 	b.ReportAllocs()

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 	"time"
@@ -12,69 +13,149 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// Config holds the settings of an Engine: the fields of the adapters' Config that have no Fiber type, with the
-// same names and meanings (the adapters document each, with its default). Zero fields take their value from
-// WithDefaults; NewEngine uses the config as given.
-type Config struct {
-	// PrometheusURL is the base address of the Prometheus HTTP API the PromQL triggers are evaluated against.
+// Config is the configuration of a throttle, generic over the framework's request context (C) and handler (H):
+// an adapter's Config is Config[*fiber.Ctx, fiber.Handler] (Fiber v2) or Config[fiber.Ctx, fiber.Handler] (Fiber
+// v3). An Engine reads only the fields without a framework type, so callers without one use Config[any, any].
+// Zero fields take their value from WithDefaults; NewEngine uses the config as given.
+type Config[C any, H any] struct {
+	// Next defines a function to skip this middleware when it returns true (health checks, metrics scrapes).
+	//
+	// Optional. Default: nil
+	Next func(c C) bool
+
+	// PrometheusURL is the base address of the Prometheus HTTP API that Queries are evaluated against, for
+	// example "http://prometheus:9090". Required when a PromQL trigger is configured.
+	//
+	// Optional. Default: ""
 	PrometheusURL string
 
-	// Queries are PromQL triggers named "query_<index>"; Triggers are named PromQL or in-process triggers.
-	Queries  []string
+	// Queries are PromQL triggers, shorthand for Triggers with only a Query: each is evaluated by its own
+	// goroutine every Interval. A query fires when it returns at least one non-zero sample or a non-zero scalar,
+	// so both `x > 0.5` and `x > bool 0.5` work. Their names (the "trigger" label of the metrics) are
+	// "query_<index>"; use Triggers to name them.
+	//
+	// Optional. Default: nil
+	Queries []string
+
+	// Triggers are the backpressure signals steering the window: PromQL queries or in-process funcs that fire or
+	// not, each with its own name and optional cadence. With neither Triggers nor Queries nothing can make the
+	// window back off: it grows to WindowMax and stays there, a fixed concurrency limit. New accepts that (it is
+	// a use, if a rare one) and logs a warning naming the throttle.
+	//
+	// Optional. Default: nil
 	Triggers []Trigger
 
-	// Interval is how often each trigger is evaluated, Timeout bounds each evaluation (zero: the default
-	// timeout, or the trigger's interval if shorter), and Staleness is how long a failing trigger keeps its last
-	// value (zero: 4 × the trigger's interval) before FailMode decides it.
-	Interval  time.Duration
-	Timeout   time.Duration
-	Staleness time.Duration
-	FailMode  FailMode
+	// Interval is how often each trigger is evaluated; the first evaluation happens when the throttle starts.
+	// The default matches the most common Prometheus scrape interval: evaluating faster only re-reads the same
+	// samples, and since every firing evaluation halves the window, it would halve several times for one
+	// observation of the backend.
+	//
+	// Optional. Default: 15s
+	Interval time.Duration
 
-	// WindowMin is the smallest window and the first one; WindowMax the largest.
+	// Timeout bounds each evaluation (through its context). An evaluation still running at the next tick
+	// delays that tick: a trigger never has two evaluations in flight.
+	//
+	// Optional. Default: 5s, or the trigger's Interval if shorter
+	Timeout time.Duration
+
+	// Staleness is how long a trigger whose evaluations fail keeps its last successful value before FailMode
+	// decides it.
+	//
+	// Optional. Default: 4 × the trigger's Interval (1 minute at the default Interval)
+	Staleness time.Duration
+
+	// FailMode is the state of a trigger that has been failing for Staleness: FailOpen (not firing) or
+	// FailClosed (firing, so the window backs off towards WindowMin). It decides errors that may pass only: a
+	// query Prometheus rejects as invalid (bad_data) fires in neither mode; it is reported as invalid instead.
+	//
+	// Optional. Default: FailOpen
+	FailMode FailMode
+
+	// WindowMin is the smallest window and the one the throttle starts with. At least 1.
+	//
+	// Optional. Default: 10 (or WindowMax if smaller)
 	WindowMin int
+
+	// WindowMax is the largest window. At least WindowMin and at most MaxWindow.
+	//
+	// Optional. Default: 1000 (or WindowMin if larger)
 	WindowMax int
 
-	// RetryAfter gives the Retry-After header of a rejection (whole seconds, rounded up, at least 1; none when
-	// negative); Name gives Fiberguard-Rejected-By (throttle/<Name>) and the `name` label of the metrics.
+	// OnReject answers a request the middleware rejects because the window is full. Before calling it the
+	// middleware sets the Retry-After and Fiberguard-Rejected-By headers (see RetryAfter and Name).
+	//
+	// Optional. Default: 503 with a short text body naming the module (see the adapter's ConfigDefault)
+	OnReject H
+
+	// RetryAfter is the Retry-After header of a rejection: whole seconds, rounded up, at least 1.
+	// A negative value sends no Retry-After.
+	//
+	// Optional. Default: time.Second
 	RetryAfter time.Duration
 
-	// RoundTripper carries the Prometheus API requests; nil means a transport of the Engine's own.
+	// RoundTripper carries the Prometheus API requests (add authentication or TLS here).
+	//
+	// Optional. Default: nil (the Prometheus client's default transport)
 	RoundTripper http.RoundTripper
 
+	// Name identifies this instance: the `name` label of every metric and the second part of the
+	// Fiberguard-Rejected-By header. Instances registered on one Registerer need distinct names.
+	//
+	// Optional. Default: "default"
 	Name string
 
-	// Registerer receives the metrics (nil: prometheus.DefaultRegisterer) unless DisableMetrics is set.
-	Registerer     prometheus.Registerer
+	// Registerer receives the metrics.
+	//
+	// Optional. Default: nil (prometheus.DefaultRegisterer)
+	Registerer prometheus.Registerer
+
+	// DisableMetrics registers no metrics.
+	//
+	// Optional. Default: false
 	DisableMetrics bool
 
-	// Context, when done, closes the Engine as Close does.
+	// Context stops the background work when done, as Close does: the trigger goroutines of New's handler
+	// (which has no Close) run until it is done.
+	//
+	// Optional. Default: nil (runs until Close)
 	Context context.Context
-
-	// Logger receives what the trigger goroutines report (a new error, a recovery, an invalid query) and the
-	// metrics' registration failures; the adapters pass their Fiber version's log package. Nil means the
-	// standard library's log package.
-	Logger Logger
 
 	// defaultTimeout is the Timeout of WithDefaults' defaults: the cap of a trigger's timeout when Timeout is 0.
 	defaultTimeout time.Duration
+}
+
+// Defaults returns the default config of an adapter (its ConfigDefault), with onReject as the rejection handler.
+// It holds values only: no registry, context or client.
+func Defaults[C, H any](onReject H) Config[C, H] {
+	return Config[C, H]{
+		Interval:   15 * time.Second,
+		Timeout:    DefaultTimeout,
+		FailMode:   FailOpen,
+		WindowMin:  10,
+		WindowMax:  1000,
+		OnReject:   onReject,
+		RetryAfter: time.Second,
+		Name:       "default",
+	}
 }
 
 // DefaultTimeout caps the timeout of a trigger when neither the trigger nor the Config sets one and the Config
 // did not go through WithDefaults.
 const DefaultTimeout = 5 * time.Second
 
-// Logger is where an Engine logs.
+// Logger is where an Engine logs: the adapters pass their Fiber version's log package.
 type Logger interface {
 	Infof(format string, v ...any)
 	Warnf(format string, v ...any)
 	Errorf(format string, v ...any)
 }
 
-// WithDefaults fills the zero fields of c from d (an adapter's ConfigDefault). Timeout stays zero: each trigger
-// then takes d.Timeout, or its own interval if shorter. The window bounds follow each other: a WindowMax below
-// the default WindowMin is also the minimum, and a WindowMin above the default WindowMax is also the maximum.
-func (c Config) WithDefaults(d Config) Config {
+// WithDefaults fills the zero fields of c from d (an adapter's ConfigDefault), OnReject included. Timeout stays
+// zero: each trigger then takes d.Timeout, or its own interval if shorter. The window bounds follow each other: a
+// WindowMax below the default WindowMin is also the minimum, and a WindowMin above the default WindowMax is also the
+// maximum.
+func (c Config[C, H]) WithDefaults(d Config[C, H]) Config[C, H] {
 	if c.Interval == 0 {
 		c.Interval = d.Interval
 	}
@@ -93,13 +174,24 @@ func (c Config) WithDefaults(d Config) Config {
 	if c.Name == "" {
 		c.Name = d.Name
 	}
+	if isNil(c.OnReject) {
+		c.OnReject = d.OnReject
+	}
 	c.defaultTimeout = d.Timeout
 	return c
 }
 
 // Validate panics on the first invalid field of a config filled by WithDefaults, naming it:
 // "throttle: Config.<Field> must be ...".
-func (c Config) Validate() {
+func (c Config[C, H]) Validate() {
+	if isNil(c.OnReject) {
+		panic("throttle: Config.OnReject must not be nil")
+	}
+	c.validateEngine()
+}
+
+// validateEngine is Validate of the fields an Engine reads: every one without a framework type.
+func (c Config[C, H]) validateEngine() {
 	switch {
 	case c.WindowMin < 1:
 		panic(fmt.Sprintf("throttle: Config.WindowMin must be >= 1, got %d", c.WindowMin))
@@ -144,6 +236,16 @@ func (c Config) Validate() {
 		}
 		seen[s.Name] = true
 	}
+}
+
+// isNil reports whether v (a handler of a type the core does not know) is nil.
+func isNil[T any](v T) bool {
+	r := reflect.ValueOf(&v).Elem()
+	switch r.Kind() {
+	case reflect.Func, reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan:
+		return r.IsNil()
+	}
+	return false
 }
 
 func isControl(r rune) bool { return r < 0x20 || r == 0x7f }

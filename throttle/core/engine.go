@@ -1,9 +1,11 @@
 // Package core is the throttle without a web framework: the AIMD concurrency Window, the triggers (PromQL queries
 // and in-process funcs) with their verdicts, trackers and the goroutines evaluating them, the PromQL client, the
-// per-request admission and its counters, Status, the Prometheus metrics, the rejection header values and the
-// validation of every setting that has no Fiber type. The Fiber adapters (github.com/fiberguard/fiberguard/throttle
-// for Fiber v2, github.com/fiberguard/fiberguard/v3/throttle for Fiber v3) hold only the Fiber glue over an
-// Engine; users import an adapter, which re-exports the names they need.
+// per-request admission and its counters, Status, the Prometheus metrics, the rejection header values, the
+// configuration (its defaults and validation) and the middleware itself, generic over the framework's request
+// context and handler (Config, Throttler). It imports no web framework: the Fiber adapters
+// (github.com/fiberguard/fiberguard/throttle for Fiber v2, github.com/fiberguard/fiberguard/v3/throttle for Fiber
+// v3) instantiate them with their Fiber version's types; users import an adapter, which re-exports the names they
+// need.
 package core
 
 import (
@@ -55,13 +57,14 @@ type Engine struct {
 	metrics   *metrics
 }
 
-// NewEngine validates cfg (panicking on invalid values, naming the field), registers the metrics, starts one
-// goroutine per trigger (each evaluates its trigger at once, then every Interval) and returns the Engine without
-// waiting for any evaluation. The goroutines stop when Close is called or Config.Context is done. cfg is used as
-// given: fill it with WithDefaults first.
-func NewEngine(cfg Config) *Engine {
-	cfg.Validate()
-	lg := cfg.Logger
+// NewEngine validates cfg's fields without a framework type (panicking on invalid values, naming the field),
+// registers the metrics, starts one goroutine per trigger (each evaluates its trigger at once, then every Interval)
+// and returns the Engine without waiting for any evaluation. The goroutines stop when Close is called or
+// Config.Context is done. cfg is used as given: fill it with WithDefaults first. lg receives what the trigger
+// goroutines report (a new error, a recovery, an invalid query) and the metrics' registration failures; nil means
+// the standard library's log package.
+func NewEngine[C, H any](cfg Config[C, H], lg Logger) *Engine {
+	cfg.validateEngine()
 	if lg == nil {
 		lg = stdLogger{}
 	}
@@ -80,7 +83,7 @@ func NewEngine(cfg Config) *Engine {
 			"back off, so its window grows to Config.WindowMax (%d) and stays there, a fixed concurrency limit",
 			cfg.Name, cfg.WindowMax)
 	}
-	prom, promErr := e.prometheus(cfg)
+	prom, promErr := e.prometheus(cfg.PrometheusURL, cfg.RoundTripper)
 	e.records = make([]triggerRecord, len(triggers))
 	for i, s := range triggers {
 		e.records[i] = triggerRecord{name: s.Name, kind: s.kind()}
@@ -135,12 +138,12 @@ func (e *Engine) TryAcquire() (release func(), ok bool) {
 	return e.release, true
 }
 
-// prometheus returns the API client of the PromQL triggers, nil without Config.PrometheusURL.
-func (e *Engine) prometheus(cfg Config) (promv1.API, error) {
-	if cfg.PrometheusURL == "" {
+// prometheus returns the API client of the PromQL triggers at address (Config.PrometheusURL) through rt
+// (Config.RoundTripper), nil without an address.
+func (e *Engine) prometheus(address string, rt http.RoundTripper) (promv1.API, error) {
+	if address == "" {
 		return nil, nil
 	}
-	rt := cfg.RoundTripper
 	if rt == nil {
 		if def, ok := api.DefaultRoundTripper.(*http.Transport); ok {
 			e.transport = def.Clone()
@@ -149,7 +152,7 @@ func (e *Engine) prometheus(cfg Config) (promv1.API, error) {
 		}
 		rt = e.transport
 	}
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, RoundTripper: rt})
+	client, err := api.NewClient(api.Config{Address: address, RoundTripper: rt})
 	if err != nil {
 		return nil, err
 	}

@@ -13,24 +13,22 @@ import (
 	"github.com/fiberguard/fiberguard/throttle/core/coretest"
 )
 
-// testDefaults are the adapters' ConfigDefault values, for engines built here.
-var testDefaults = Config{
-	Interval:   15 * time.Second,
-	Timeout:    5 * time.Second,
-	FailMode:   FailOpen,
-	WindowMin:  10,
-	WindowMax:  1000,
-	RetryAfter: time.Second,
-	Name:       "default",
-}
+// testDefaults are the adapters' ConfigDefault values, for engines built here; no request reaches their
+// OnReject.
+var testDefaults = Defaults[any, any](func(any) error { return nil })
 
-// newEngine builds an Engine from cfg filled with the defaults, as the adapters do.
-func newEngine(cfg Config) *Engine { return NewEngine(cfg.WithDefaults(testDefaults)) }
+// newEngine builds an Engine from cfg filled with the defaults, as the adapters do, logging to the standard log.
+func newEngine(cfg Config[any, any]) *Engine { return newLoggedEngine(cfg, nil) }
+
+// newLoggedEngine is newEngine logging to lg.
+func newLoggedEngine(cfg Config[any, any], lg Logger) *Engine {
+	return NewEngine(cfg.WithDefaults(testDefaults), lg)
+}
 
 // TestTryAcquireAdmitsIntoTheWindow: TryAcquire admits while fewer requests than the window are in flight, counts
 // every decision, and the release it hands out gives one slot back.
 func TestTryAcquireAdmitsIntoTheWindow(t *testing.T) {
-	e := newEngine(Config{WindowMin: 2, WindowMax: 2, DisableMetrics: true})
+	e := newEngine(Config[any, any]{WindowMin: 2, WindowMax: 2, DisableMetrics: true})
 	defer e.Close()
 	r1, ok1 := e.TryAcquire()
 	r2, ok2 := e.TryAcquire()
@@ -83,7 +81,7 @@ func grow(t *testing.T, e *Engine, size int) {
 func TestFiringHalvesOncePerEvaluation(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var firing atomic.Bool
-		e := newEngine(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64, Triggers: []Trigger{{
+		e := newEngine(Config[any, any]{DisableMetrics: true, WindowMin: 2, WindowMax: 64, Triggers: []Trigger{{
 			Interval: 10 * time.Second,
 			Func:     func(context.Context) (bool, error) { return firing.Load(), nil },
 		}}})
@@ -133,7 +131,7 @@ func TestAnyTriggerFiringHoldsGrowth(t *testing.T) {
 		sig := func(v *atomic.Bool) func(context.Context) (bool, error) {
 			return func(context.Context) (bool, error) { return v.Load(), nil }
 		}
-		e := newEngine(Config{DisableMetrics: true, WindowMin: 4, WindowMax: 64, Interval: time.Second,
+		e := newEngine(Config[any, any]{DisableMetrics: true, WindowMin: 4, WindowMax: 64, Interval: time.Second,
 			Triggers: []Trigger{{Name: "a", Func: sig(&a)}, {Name: "b", Func: sig(&b)}}})
 		defer e.Close()
 		a.Store(true)
@@ -177,7 +175,7 @@ func TestStaleTriggerTakesTheFailMode(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			synctest.Test(t, func(t *testing.T) {
 				var broken, ready atomic.Bool
-				e := newEngine(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64,
+				e := newEngine(Config[any, any]{DisableMetrics: true, WindowMin: 2, WindowMax: 64,
 					Staleness: 30 * time.Second, FailMode: tt.mode,
 					Triggers: []Trigger{{Interval: 10 * time.Second, Func: func(context.Context) (bool, error) {
 						switch {
@@ -235,7 +233,7 @@ func TestGrowthHeldWhenTriggersFinishTogether(t *testing.T) {
 			}
 		}
 	}
-	e := newEngine(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64, Interval: time.Hour,
+	e := newEngine(Config[any, any]{DisableMetrics: true, WindowMin: 2, WindowMax: 64, Interval: time.Hour,
 		Triggers: []Trigger{{Name: "firing", Func: gated(goFiring, true)}, {Name: "calm", Func: gated(goCalm, false)}}})
 	defer e.Close()
 	calmPaused, resumeCalm := make(chan struct{}), make(chan struct{})
@@ -279,7 +277,7 @@ func TestStatusHoldAgreesWithTriggers(t *testing.T) {
 		rng := rand.New(rand.NewPCG(seed, 1)) // used by this trigger's goroutine only
 		return func(context.Context) (bool, error) { return rng.IntN(3) == 0, nil }
 	}
-	e := newEngine(Config{DisableMetrics: true, Interval: time.Millisecond,
+	e := newEngine(Config[any, any]{DisableMetrics: true, Interval: time.Millisecond,
 		Triggers: []Trigger{{Name: "a", Func: flipping(1)}, {Name: "b", Func: flipping(2)}, {Name: "c", Func: flipping(3)}}})
 	defer e.Close()
 
@@ -313,17 +311,17 @@ func TestStatusHoldAgreesWithTriggers(t *testing.T) {
 func TestNoTriggerIsAWarning(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
-		cfg    Config
+		cfg    Config[any, any]
 		warned bool
 	}{
-		{"none", Config{Name: "bare", WindowMin: 1, WindowMax: 3}, true},
-		{"func", Config{Name: "steered", WindowMin: 1, WindowMax: 3, Triggers: []Trigger{{
+		{"none", Config[any, any]{Name: "bare", WindowMin: 1, WindowMax: 3}, true},
+		{"func", Config[any, any]{Name: "steered", WindowMin: 1, WindowMax: 3, Triggers: []Trigger{{
 			Name: "never", Func: func(context.Context) (bool, error) { return false, nil }}}}, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var lg logBuffer
-			tc.cfg.Logger, tc.cfg.DisableMetrics = &lg, true
-			e := newEngine(tc.cfg)
+			tc.cfg.DisableMetrics = true
+			e := newLoggedEngine(tc.cfg, &lg)
 			defer e.Close()
 			const want = "has no trigger (Config.Triggers and Config.Queries are empty): nothing can make it back off"
 			got := lg.String()

@@ -128,7 +128,7 @@ func TestPrometheusTriggerSteersTheWindow(t *testing.T) {
 	body.Store(vectorBody())
 	srv := fakeProm(t, &status, &body)
 
-	e := newEngine(Config{DisableMetrics: true, PrometheusURL: srv.URL, Queries: []string{"backend_busy > 0.5"},
+	e := newEngine(Config[any, any]{DisableMetrics: true, PrometheusURL: srv.URL, Queries: []string{"backend_busy > 0.5"},
 		Interval: 20 * time.Millisecond, Timeout: 5 * time.Second, Staleness: time.Hour, WindowMin: 2, WindowMax: 64})
 	defer e.Close()
 	coretest.WaitFor(t, func() bool { return e.Status().Triggers[0].Verdict == "no_data" })
@@ -172,10 +172,10 @@ func TestInvalidQueryOverHTTP(t *testing.T) {
 		status.Store(int32(code))
 		body.Store(answer)
 		reg := prometheus.NewRegistry()
-		e := newEngine(Config{Registerer: reg, Name: "api", PrometheusURL: srv.URL, Logger: logs,
+		e := newLoggedEngine(Config[any, any]{Registerer: reg, Name: "api", PrometheusURL: srv.URL,
 			Triggers: []Trigger{{Name: "q", Query: "backend_busy >"}},
 			Interval: 20 * time.Millisecond, Timeout: 5 * time.Second, Staleness: 40 * time.Millisecond,
-			FailMode: FailClosed, WindowMin: 2, WindowMax: 64})
+			FailMode: FailClosed, WindowMin: 2, WindowMax: 64}, logs)
 		t.Cleanup(func() { e.Close() })
 		coretest.WaitFor(t, func() bool { return e.Status().Triggers[0].Evaluations >= 5 }) // well past staleness
 		return e, reg

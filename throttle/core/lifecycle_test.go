@@ -15,7 +15,7 @@ import (
 func TestCloseStopsTriggersAndIsIdempotent(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int32
-		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{Interval: time.Second,
+		e := newEngine(Config[any, any]{DisableMetrics: true, Triggers: []Trigger{{Interval: time.Second,
 			Func: func(ctx context.Context) (bool, error) {
 				calls.Add(1)
 				<-ctx.Done() // Close must cancel an evaluation in progress
@@ -44,7 +44,7 @@ func TestContextDoneCloses(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		ctx, cancel := context.WithCancel(context.Background())
 		var calls atomic.Int32
-		e := newEngine(Config{Context: ctx, Registerer: reg, Triggers: []Trigger{{Interval: time.Second,
+		e := newEngine(Config[any, any]{Context: ctx, Registerer: reg, Triggers: []Trigger{{Interval: time.Second,
 			Func: func(context.Context) (bool, error) { calls.Add(1); return false, nil }}}})
 		time.Sleep(2 * time.Second)
 		synctest.Wait()
@@ -85,7 +85,7 @@ func (c ownDone) Done() <-chan struct{} { return c.done }
 func TestCloseWithContextStopsWatching(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		ctx := ownDone{context.Background(), make(chan struct{})} // never done
-		e := newEngine(Config{Context: ctx, DisableMetrics: true, Triggers: []Trigger{{Interval: time.Second,
+		e := newEngine(Config[any, any]{Context: ctx, DisableMetrics: true, Triggers: []Trigger{{Interval: time.Second,
 			Func: func(context.Context) (bool, error) { return false, nil }}}})
 		synctest.Wait()
 		if err := e.Close(); err != nil {

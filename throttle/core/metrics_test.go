@@ -12,7 +12,7 @@ import (
 func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	fires := make(chan struct{})
-	e := newEngine(Config{
+	e := newEngine(Config[any, any]{
 		Name: "api", Registerer: reg, WindowMin: 3, WindowMax: 9,
 		Triggers: []Trigger{{Name: "queue", Interval: time.Hour, Func: func(context.Context) (bool, error) {
 			defer close(fires)
@@ -40,7 +40,7 @@ func TestMetrics(t *testing.T) {
 	}
 
 	// A second instance on the same registry under the same name must not panic; its metrics are skipped.
-	second := newEngine(Config{Name: "api", Registerer: reg})
+	second := newEngine(Config[any, any]{Name: "api", Registerer: reg})
 	second.Close()
 
 	got := coretest.Gather(t, reg)
@@ -73,7 +73,7 @@ func TestMetrics(t *testing.T) {
 // and Close takes them away again.
 func TestRegistererNilUsesTheDefaultRegistry(t *testing.T) {
 	const series = `fiberguard_throttle_window{name="default_registerer_test"}`
-	e := newEngine(Config{Name: "default_registerer_test", WindowMin: 7})
+	e := newEngine(Config[any, any]{Name: "default_registerer_test", WindowMin: 7})
 	if v, ok := coretest.Gather(t, prometheus.DefaultGatherer)[series]; !ok || v != 7 {
 		t.Fatalf("%s = %v (present %t) on the default registry, want 7", series, v, ok)
 	}

@@ -16,7 +16,7 @@ import (
 func TestTriggerEvaluatedAtStartThenEveryInterval(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var calls atomic.Int32
-		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{Interval: 10 * time.Second,
+		e := newEngine(Config[any, any]{DisableMetrics: true, Triggers: []Trigger{{Interval: 10 * time.Second,
 			Func: func(context.Context) (bool, error) { calls.Add(1); return false, nil }}}})
 		defer e.Close()
 
@@ -40,7 +40,7 @@ func TestTriggerEvaluatedAtStartThenEveryInterval(t *testing.T) {
 func TestTriggerNeverTwoInFlight(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var inFlight, peak, calls atomic.Int32
-		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{
+		e := newEngine(Config[any, any]{DisableMetrics: true, Triggers: []Trigger{{
 			Interval: 10 * time.Second, Timeout: time.Minute,
 			Func: func(ctx context.Context) (bool, error) {
 				calls.Add(1)
@@ -68,7 +68,7 @@ func TestTriggerNeverTwoInFlight(t *testing.T) {
 func TestTriggerTimeoutComesFromTheContext(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var budget atomic.Int64
-		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{
+		e := newEngine(Config[any, any]{DisableMetrics: true, Triggers: []Trigger{{
 			Name: "slow", Interval: 10 * time.Second, Timeout: 3 * time.Second,
 			Func: func(ctx context.Context) (bool, error) {
 				d, _ := ctx.Deadline()
@@ -95,7 +95,7 @@ func TestTriggerTimeoutComesFromTheContext(t *testing.T) {
 
 func TestTriggerFuncPanicIsAnError(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEngine(Config{DisableMetrics: true, FailMode: FailClosed, Triggers: []Trigger{{Interval: time.Second,
+		e := newEngine(Config[any, any]{DisableMetrics: true, FailMode: FailClosed, Triggers: []Trigger{{Interval: time.Second,
 			Func: func(context.Context) (bool, error) { panic("bug in the trigger") }}}})
 		defer e.Close()
 		synctest.Wait()
@@ -117,14 +117,14 @@ func TestInvalidQueryNeverFires(t *testing.T) {
 		unavailable := &promv1.Error{Type: promv1.ErrServer, Msg: "server error: 503"}
 		var answer atomic.Pointer[promv1.Error] // the error Prometheus answers with, or nil to fire
 		answer.Store(badData)
-		e := newEngine(Config{DisableMetrics: true, WindowMin: 2, WindowMax: 64, Logger: logs,
+		e := newLoggedEngine(Config[any, any]{DisableMetrics: true, WindowMin: 2, WindowMax: 64,
 			FailMode: FailClosed, Staleness: 30 * time.Second,
 			Triggers: []Trigger{{Name: "typo", Interval: 10 * time.Second, Func: func(context.Context) (bool, error) {
 				if err := answer.Load(); err != nil {
 					return false, err
 				}
 				return true, nil
-			}}}})
+			}}}}, logs)
 		defer e.Close()
 		synctest.Wait()
 		check := func(when, verdict string, invalid bool) {

@@ -12,7 +12,7 @@ import (
 )
 
 func TestStatusJSON(t *testing.T) {
-	e := newEngine(Config{Name: "api", WindowMin: 2, WindowMax: 4, DisableMetrics: true})
+	e := newEngine(Config[any, any]{Name: "api", WindowMin: 2, WindowMax: 4, DisableMetrics: true})
 	defer e.Close()
 	b, err := json.Marshal(e.Status())
 	if err != nil {
@@ -30,7 +30,7 @@ func TestStatusJSON(t *testing.T) {
 func TestStatusJSONTriggerShape(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		release := make(chan struct{})
-		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{Name: "queue", Func: func(context.Context) (bool, error) {
+		e := newEngine(Config[any, any]{DisableMetrics: true, Triggers: []Trigger{{Name: "queue", Func: func(context.Context) (bool, error) {
 			<-release
 			return false, nil
 		}}}})
@@ -53,7 +53,7 @@ func TestStatusJSONTriggerShape(t *testing.T) {
 func TestStatusJSONUpdatedAt(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		gate := make(chan struct{})
-		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{
+		e := newEngine(Config[any, any]{DisableMetrics: true, Triggers: []Trigger{
 			{Name: "gated", Interval: 10 * time.Second, Timeout: time.Minute, Func: func(ctx context.Context) (bool, error) {
 				select {
 				case <-gate:
@@ -109,7 +109,7 @@ func TestStatusJSONUpdatedAt(t *testing.T) {
 // TestStatusIsACopy: a Status shares no memory with the Engine or with another Status.
 func TestStatusIsACopy(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{Name: "q", Interval: time.Second,
+		e := newEngine(Config[any, any]{DisableMetrics: true, Triggers: []Trigger{{Name: "q", Interval: time.Second,
 			Func: func(context.Context) (bool, error) { return false, nil }}}})
 		defer e.Close()
 		synctest.Wait()
@@ -129,7 +129,7 @@ func TestStatusIsACopy(t *testing.T) {
 func TestStatusJSONLastSuccess(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		var ok atomic.Bool
-		e := newEngine(Config{DisableMetrics: true, Triggers: []Trigger{{Name: "s", Interval: 10 * time.Second,
+		e := newEngine(Config[any, any]{DisableMetrics: true, Triggers: []Trigger{{Name: "s", Interval: 10 * time.Second,
 			Func: func(context.Context) (bool, error) {
 				if !ok.Load() {
 					return false, errors.New("not ready")

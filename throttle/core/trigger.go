@@ -71,7 +71,7 @@ func (s Trigger) kind() string {
 }
 
 // triggersOf lists every configured trigger with its name, cadence and timeout filled in.
-func triggersOf(cfg Config) []Trigger {
+func triggersOf[C, H any](cfg Config[C, H]) []Trigger {
 	out := make([]Trigger, 0, len(cfg.Queries)+len(cfg.Triggers))
 	for i, q := range cfg.Queries {
 		out = append(out, Trigger{Name: "query_" + strconv.Itoa(i), Query: q})
@@ -98,7 +98,7 @@ func triggersOf(cfg Config) []Trigger {
 }
 
 // staleness is the staleness period of a trigger.
-func staleness(cfg Config, s Trigger) time.Duration {
+func staleness[C, H any](cfg Config[C, H], s Trigger) time.Duration {
 	if cfg.Staleness > 0 {
 		return cfg.Staleness
 	}

@@ -5,9 +5,6 @@ go 1.26.0
 require (
 	github.com/fiberguard/fiberguard/throttle/core v0.0.0
 	github.com/gofiber/fiber/v3 v3.1.0
-	github.com/prometheus/client_golang v1.25.0
-	github.com/prometheus/common v0.72.0
-	github.com/valyala/fasthttp v1.69.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -26,10 +23,13 @@ require (
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
+	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/tinylib/msgp v1.6.3 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/valyala/fasthttp v1.69.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

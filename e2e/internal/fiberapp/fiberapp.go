@@ -31,7 +31,7 @@ type Version interface {
 	// NewShedder is loadshed.NewShedder() with no Config: the Shedder behind loadshed.New(), with the defaults.
 	NewShedder() Handle[loadshedcore.Status]
 	// NewThrottler is throttle.NewThrottler with cfg's settings.
-	NewThrottler(cfg throttlecore.Config) Handle[throttlecore.Status]
+	NewThrottler(cfg throttlecore.Config[any, any]) Handle[throttlecore.Status]
 	// NewRebalancer is rebalance.NewRebalancer with cfg's settings and, unless app is nil, Config.App set to app.
 	NewRebalancer(app App, cfg rebalancecore.Config) Handle[rebalancecore.Status]
 	// NewPicker is upstreampick.NewPicker with cfg's settings. Its Handler is the proxy middleware a gateway puts

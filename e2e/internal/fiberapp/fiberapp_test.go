@@ -54,7 +54,7 @@ func get(t *testing.T, client *http.Client, url string) (*http.Response, string)
 // a throttle of window 1 rejects the second of two concurrent requests with its own headers, and counts both.
 func TestMiddlewareInFrontOfRoutes(t *testing.T) {
 	Each(t, func(t *testing.T, fv Version) {
-		th := fv.NewThrottler(throttlecore.Config{Name: "one", DisableMetrics: true, WindowMin: 1, WindowMax: 1})
+		th := fv.NewThrottler(throttlecore.Config[any, any]{Name: "one", DisableMetrics: true, WindowMin: 1, WindowMax: 1})
 		t.Cleanup(func() { _ = th.Close() })
 		app := fv.NewApp()
 		app.Get("/before", func() string { return "not throttled" })
@@ -128,7 +128,7 @@ func TestRebalancerCountsTheAppsConnections(t *testing.T) {
 
 func TestAdapterConfigCopiesEverySetting(t *testing.T) {
 	trigger := throttlecore.Trigger{Name: "t", Query: "up == 0"}
-	src := throttlecore.Config{PrometheusURL: "http://p", Triggers: []throttlecore.Trigger{trigger}, Interval: time.Second,
+	src := throttlecore.Config[any, any]{PrometheusURL: "http://p", Triggers: []throttlecore.Trigger{trigger}, Interval: time.Second,
 		FailMode: throttlecore.FailClosed, WindowMin: 2, WindowMax: 3, Name: "n", DisableMetrics: true}
 	if got := adapterConfig[throttle.Config](src); got.PrometheusURL != "http://p" || len(got.Triggers) != 1 || got.Triggers[0].Query != trigger.Query ||
 		got.Interval != time.Second || got.FailMode != throttlecore.FailClosed || got.WindowMin != 2 || got.WindowMax != 3 ||
@@ -140,15 +140,9 @@ func TestAdapterConfigCopiesEverySetting(t *testing.T) {
 	}
 
 	defer func() {
-		if msg, _ := recover().(string); !strings.Contains(msg, "no field Logger") {
-			t.Errorf("a setting the adapter lacks: recovered %q, want a panic naming the field", msg)
+		if msg, _ := recover().(string); !strings.Contains(msg, "no field Next") {
+			t.Errorf("a setting the adapter has with another type: recovered %q, want a panic naming the field", msg)
 		}
 	}()
-	adapterConfig[throttle.Config](throttlecore.Config{Logger: nopLogger{}})
+	adapterConfig[throttle.Config](throttlecore.Config[any, any]{Next: func(any) bool { return false }})
 }
-
-type nopLogger struct{}
-
-func (nopLogger) Infof(string, ...any)  {}
-func (nopLogger) Warnf(string, ...any)  {}
-func (nopLogger) Errorf(string, ...any) {}

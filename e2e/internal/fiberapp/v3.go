@@ -32,7 +32,7 @@ func (v3) NewShedder() Handle[loadshedcore.Status] {
 	return handle[loadshedcore.Status]{Middleware{s.Handler()}, s.Status, s.Close}
 }
 
-func (v3) NewThrottler(cfg throttlecore.Config) Handle[throttlecore.Status] {
+func (v3) NewThrottler(cfg throttlecore.Config[any, any]) Handle[throttlecore.Status] {
 	th := throttle.NewThrottler(adapterConfig[throttle.Config](cfg))
 	return handle[throttlecore.Status]{Middleware{th.Handler()}, th.Status, th.Close}
 }

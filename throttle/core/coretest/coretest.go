@@ -1,6 +1,6 @@
 // Package coretest holds what the tests of the core and of its Fiber adapters share: waiting for state set by
-// goroutines on the real clock, reading the metrics a throttle exports, collecting log output, and checking that
-// an adapter's Config reaches the core whole. It is for tests only.
+// goroutines on the real clock, reading the metrics a throttle exports, and collecting log output. It is for tests
+// only.
 package coretest
 
 import (

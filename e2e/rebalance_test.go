@@ -269,7 +269,7 @@ func testRebalanceStaleReading(t *testing.T, fv fiberapp.Version) {
 	defer lingeringTr.CloseIdleConnections()
 	lingeringRT := &countingRoundTripper{next: lingeringTr}
 
-	node := func(cfg rebalancecore.Config) rebalancer {
+	node := func(cfg rebalancecore.Config[any, any]) rebalancer {
 		cfg.PrometheusURL = prom.URL()
 		cfg.Connections = func() int { return 60 } // balance 0.5 against 40
 		cfg.MinConnections = 10
@@ -278,8 +278,8 @@ func testRebalanceStaleReading(t *testing.T, fv fiberapp.Version) {
 		t.Cleanup(func() { _ = r.Close() })
 		return r
 	}
-	byDefault := node(rebalancecore.Config{})
-	lingering := node(rebalancecore.Config{Query: lingeringQuery, TimestampQuery: lingeringTimestampQuery, MaxAge: lingeringMaxAge,
+	byDefault := node(rebalancecore.Config[any, any]{})
+	lingering := node(rebalancecore.Config[any, any]{Query: lingeringQuery, TimestampQuery: lingeringTimestampQuery, MaxAge: lingeringMaxAge,
 		RoundTripper: lingeringRT, Name: "lingering"})
 
 	tr := &http.Transport{}
@@ -440,7 +440,7 @@ func startNode(t *testing.T, fv fiberapp.Version, i int, addr, metricsAddr, prom
 	n.app = fv.NewApp()
 	if promURL != "" {
 		reg := prometheus.NewRegistry()
-		n.rb = fv.NewRebalancer(n.app, rebalancecore.Config{
+		n.rb = fv.NewRebalancer(n.app, rebalancecore.Config[any, any]{
 			PrometheusURL:  promURL,
 			MinConnections: 10,
 			Name:           rbName,

@@ -8,7 +8,6 @@ require (
 	github.com/fiberguard/fiberguard/rebalance/core v0.0.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/prometheus/client_golang v1.25.0
-	github.com/valyala/fasthttp v1.78.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -30,6 +29,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/rivo/uniseg v0.2.0 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/valyala/fasthttp v1.78.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect
 	google.golang.org/protobuf v1.36.12 // indirect
 )

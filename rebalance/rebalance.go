@@ -14,9 +14,22 @@
 package rebalance
 
 import (
+	"github.com/fiberguard/fiberguard/rebalance/core"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/log"
+	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
+
+// Config defines the config for the middleware.
+type Config = core.Config[*fiber.Ctx, *fiber.App]
+
+// ConfigDefault is the default config. It has no source of the cluster average: set PrometheusURL or Cluster.
+// MaxAge, left zero, follows Interval (3 * Interval).
+var ConfigDefault = core.Defaults[*fiber.Ctx, *fiber.App]()
+
+// Rebalancer owns the background loop that compares this node with the cluster, and the handler that spends the
+// shed budget. Create it with NewRebalancer, mount Handler, read Status, and call Close to stop the loop.
+type Rebalancer = core.Rebalancer[*fiber.Ctx, fiber.Handler]
 
 // New returns the middleware: NewRebalancer(config...).Handler(). Its background loop runs until Config.Context
 // is done or Config.App shuts down (with neither, for the life of the process); use NewRebalancer for a handle
@@ -27,53 +40,20 @@ func New(config ...Config) fiber.Handler {
 	return NewRebalancer(config...).Handler()
 }
 
-// NewRebalancer validates the config and starts the background loop; the first comparison runs at once, and
-// NewRebalancer returns without waiting for it. The loop stops on Close, when Config.Context is done, or when
-// Config.App shuts down.
+// NewRebalancer fills the config's zero fields from ConfigDefault, validates it and starts the background loop;
+// the first comparison runs at once, and NewRebalancer returns without waiting for it. The loop stops on Close,
+// when Config.Context is done, or when Config.App shuts down.
 //
 // NewRebalancer panics when the config is invalid, naming the field.
 func NewRebalancer(config ...Config) *Rebalancer {
-	cfg := configDefault(config...)
-	cfg.validate()
-	r := newRebalancer(cfg)
-	r.engine.Start()
-	if cfg.App != nil {
-		cfg.App.Hooks().OnShutdown(r.Close)
-	}
-	return r
+	return core.NewRebalancer[*fiber.Ctx, fiber.Handler](ConfigDefault, fiberV2, fiberLogger{}, config...)
 }
 
-// Handler returns the middleware; every call returns an equivalent handler over the same state. A request that
-// finds budget left is answered as usual, with "Connection: close", so its client reconnects through the load
-// balancer; a connection that closes anyway is never counted as shed. No request is rejected. The handler takes
-// no lock and allocates nothing; after Close it passes every request through.
-func (r *Rebalancer) Handler() fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		if r.next != nil && r.next(c) {
-			return c.Next()
-		}
-		if r.connections == nil && r.server.Load() == nil {
-			r.server.CompareAndSwap(nil, c.App().Server())
-		}
-		err := c.Next()
-		ctx := c.Context()
-		if r.engine.Shed(ctx.Request.Header.ConnectionClose() || ctx.Response.Header.ConnectionClose()) {
-			ctx.SetConnectionClose()
-		}
-		return err
-	}
-}
-
-// localConnections is this node's open connections: from Config.Connections, or from the server of the app.
-func (r *Rebalancer) localConnections() int {
-	if r.connections != nil {
-		return r.connections()
-	}
-	if s := r.server.Load(); s != nil {
-		// fasthttp reports -1 before the server starts serving.
-		return max(0, int(s.GetOpenConnectionsCount()))
-	}
-	return 0
+// fiberV2 is how Fiber v2 reaches fasthttp and stops the loop with the app.
+var fiberV2 = core.Framework[*fiber.Ctx, *fiber.App]{
+	RequestCtx: (*fiber.Ctx).Context,
+	App:        (*fiber.Ctx).App,
+	OnShutdown: func(app *fiber.App, close func() error) { app.Hooks().OnShutdown(close) },
 }
 
 // fiberLogger writes the core's log lines through Fiber's log, so that the application's log settings apply.
@@ -81,3 +61,36 @@ type fiberLogger struct{}
 
 func (fiberLogger) Infof(format string, v ...any) { log.Infof(format, v...) }
 func (fiberLogger) Warnf(format string, v ...any) { log.Warnf(format, v...) }
+
+// The core's names, re-exported; github.com/fiberguard/fiberguard/rebalance/core documents each.
+type (
+	Cluster       = core.Cluster       // a reading of the cluster, once per interval
+	ClusterSource = core.ClusterSource // where the readings come from, instead of Prometheus
+	Decision      = core.Decision      // what a node decided in its last interval, and why
+	Status        = core.Status        // a node's view after its last interval, ready for JSON
+)
+
+// The decisions a node reports in Status, and the PromQL queries of the default source.
+const (
+	DecisionStarting      = core.DecisionStarting
+	DecisionShedding      = core.DecisionShedding
+	DecisionBalanced      = core.DecisionBalanced
+	DecisionBelowFloor    = core.DecisionBelowFloor
+	DecisionSingleNode    = core.DecisionSingleNode
+	DecisionNoAverage     = core.DecisionNoAverage
+	DecisionStale         = core.DecisionStale
+	DecisionSourceError   = core.DecisionSourceError
+	DefaultQuery          = core.DefaultQuery
+	DefaultTimestampQuery = core.DefaultTimestampQuery
+)
+
+// The errors of the PromQL source.
+var (
+	ErrNotVector   = core.ErrNotVector
+	ErrNoTimestamp = core.ErrNoTimestamp
+)
+
+// PromQL returns a ClusterSource that runs query and timestampQuery through api (see core.PromQL).
+func PromQL(api v1.API, query, timestampQuery string) ClusterSource {
+	return core.PromQL(api, query, timestampQuery)
+}

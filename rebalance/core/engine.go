@@ -17,7 +17,7 @@ import (
 )
 
 // Engine compares a node with its cluster once per interval and holds the shed budget the responses spend. Build
-// it with New, run its loop with Start, ask Shed once per response and stop it with Close.
+// it with NewEngine, run its loop with Start, ask Shed once per response and stop it with Close.
 type Engine struct {
 	name        string
 	connections func() int
@@ -49,9 +49,10 @@ type Engine struct {
 	closeOnce sync.Once
 }
 
-// New validates cfg (see Validate; fill it first with WithDefaults) and builds an Engine with no budget, whose
-// metrics are registered; its loop waits for Start.
-func New(cfg Config) *Engine {
+// NewEngine validates cfg (see Validate; fill it first with WithDefaults) and builds an Engine with no budget,
+// whose metrics are registered; its loop waits for Start. It reads the fields that carry no framework type;
+// Config.Connections nil reads 0. log receives the engine's log lines (nil: the standard library's log).
+func NewEngine[C, A any](cfg Config[C, A], log Logger) *Engine {
 	cfg.Validate()
 	e := &Engine{
 		name:        cfg.Name,
@@ -66,7 +67,7 @@ func New(cfg Config) *Engine {
 		},
 		interval: cfg.Interval,
 		parent:   cfg.Context,
-		log:      cfg.Logger,
+		log:      log,
 		recent:   newWindow(int(cfg.Window/cfg.Interval) + 1),
 		release:  func() {},
 		done:     make(chan struct{}),
@@ -78,7 +79,7 @@ func New(cfg Config) *Engine {
 		e.log = stdLogger{}
 	}
 	if e.source == nil {
-		e.source, e.release = prometheusSource(cfg)
+		e.source, e.release = prometheusSource(cfg.PrometheusURL, cfg.RoundTripper, cfg.Query, cfg.TimestampQuery)
 	}
 	e.status.Store(&Status{Decision: DecisionStarting})
 	if !cfg.DisableMetrics {

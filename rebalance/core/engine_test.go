@@ -11,7 +11,7 @@ import (
 // TestShedSpendsTheBudgetOncePerInterval: each interval grants its budget; a connection that closes anyway
 // spends none of it.
 func TestShedSpendsTheBudgetOncePerInterval(t *testing.T) {
-	e := New(testConfig(fixed(40, 3), 60))
+	e := NewEngine(testConfig(fixed(40, 3), 60), nil)
 	if got := sheds(e, 5); got != 0 {
 		t.Fatalf("before the first interval: %d of 5 shed, want 0", got)
 	}
@@ -38,7 +38,7 @@ func TestShedSpendsTheBudgetOncePerInterval(t *testing.T) {
 }
 
 func TestUnspentBudgetDoesNotAccumulate(t *testing.T) {
-	e := New(testConfig(fixed(40, 3), 60))
+	e := NewEngine(testConfig(fixed(40, 3), 60), nil)
 	for range 5 {
 		e.Evaluate(context.Background())
 	}
@@ -63,7 +63,7 @@ func TestBalancedNodeSheds(t *testing.T) {
 		}, 60, DecisionStale},
 	} {
 		t.Run(tt.name, func(t *testing.T) {
-			e := New(testConfig(tt.src, tt.local))
+			e := NewEngine(testConfig(tt.src, tt.local), nil)
 			e.Evaluate(context.Background())
 			if st := e.Status(); st.Decision != tt.decision || st.Budget != 0 {
 				t.Fatalf("status %+v, want %s with no budget", st, tt.decision)
@@ -83,7 +83,7 @@ func TestSourceErrorStopsSheddingUntilAFreshReading(t *testing.T) {
 		}
 		return Cluster{Average: 40, Nodes: 3}, nil
 	}
-	e := New(testConfig(src, 60))
+	e := NewEngine(testConfig(src, 60), nil)
 	e.Evaluate(context.Background())
 	if st := e.Status(); st.Decision != DecisionShedding {
 		t.Fatalf("state %s, want shedding", st.Decision)
@@ -116,7 +116,7 @@ func TestRiseCountsAfterTheWindow(t *testing.T) {
 	cfg := testConfig(fixed(40, 3), 0)
 	cfg.Connections = func() int { return int(local.Load()) }
 	cfg.Window = 2 * time.Second // with a 1 s interval: the lowest of the last 3 counts
-	e := New(cfg)
+	e := NewEngine(cfg, nil)
 	tick := func() Status { e.Evaluate(context.Background()); return e.Status() }
 
 	tick()
@@ -140,7 +140,7 @@ func TestNoConnectionsCountReadsZero(t *testing.T) {
 	cfg := testConfig(fixed(40, 3), 0)
 	cfg.Connections = nil
 	cfg.MinConnections = -1
-	e := New(cfg)
+	e := NewEngine(cfg, nil)
 	e.Evaluate(context.Background())
 	if st := e.Status(); st.Connections != 0 || st.Decision != DecisionBalanced || st.Budget != 0 {
 		t.Fatalf("status %+v, want 0 connections, balanced", st)

@@ -15,14 +15,14 @@ func fixed(avg float64, nodes int) ClusterSource {
 
 // testConfig is a valid, filled config with its own registry: a node with local connections in a cluster
 // averaging 40, which sheds ceil(40 * 0.05) = 2 connections per interval when local is 60.
-func testConfig(src ClusterSource, local int) Config {
-	return Config{
+func testConfig(src ClusterSource, local int) Config[any, any] {
+	return Config[any, any]{
 		Cluster:        src,
 		Connections:    func() int { return local },
 		ShedRate:       0.05,
 		MinConnections: 10,
 		Registerer:     prometheus.NewRegistry(),
-	}.WithDefaults(Defaults)
+	}.WithDefaults(Defaults[any, any]())
 }
 
 // sheds asks e about n responses on connections that stay open and counts the answers that close them.

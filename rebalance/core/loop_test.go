@@ -24,7 +24,7 @@ func counting(src ClusterSource) (ClusterSource, *atomic.Int64) {
 func TestLoop(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
 		src, calls := counting(fixed(40, 3))
-		e := New(testConfig(src, 60))
+		e := NewEngine(testConfig(src, 60), nil)
 		synctest.Wait()
 		if calls.Load() != 0 {
 			t.Fatalf("%d readings before Start, want none", calls.Load())
@@ -57,7 +57,7 @@ func TestLoopStopsWithContext(t *testing.T) {
 		ctx, cancel := context.WithCancel(context.Background())
 		cfg := testConfig(fixed(40, 3), 60)
 		cfg.Context = ctx
-		e := New(cfg)
+		e := NewEngine(cfg, nil)
 		e.Start()
 		synctest.Wait()
 		cancel()
@@ -79,7 +79,7 @@ func TestHungSourceTimesOutAfterOneInterval(t *testing.T) {
 			<-ctx.Done() // a Prometheus that never answers
 			return Cluster{}, ctx.Err()
 		}
-		e := New(testConfig(src, 60))
+		e := NewEngine(testConfig(src, 60), nil)
 		e.Start()
 		defer e.Close()
 		start := time.Now()
@@ -104,13 +104,13 @@ func TestContextDoneCloses(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	e := New(Config{
+	e := NewEngine(Config[any, any]{
 		PrometheusURL:  srv.URL,
 		Connections:    func() int { return 60 },
 		MinConnections: 10,
 		Registerer:     reg,
 		Context:        ctx,
-	}.WithDefaults(Defaults))
+	}.WithDefaults(Defaults[any, any]()), nil)
 	e.Start()
 	waitFor(t, func() bool { return e.Status().Decision == DecisionShedding })
 	if len(gather(t, reg, "default")) == 0 {
@@ -143,7 +143,7 @@ func TestCloseBeforeStart(t *testing.T) {
 		cfg := testConfig(src, 60)
 		reg := prometheus.NewRegistry()
 		cfg.Registerer = reg
-		e := New(cfg)
+		e := NewEngine(cfg, nil)
 		if len(gather(t, reg, "default")) == 0 {
 			t.Fatal("no metrics registered")
 		}
@@ -171,7 +171,7 @@ func TestCloseBeforeStart(t *testing.T) {
 // TestCloseConcurrentWithShedAndEvaluate: Close, called several times at once while responses ask Shed and a
 // caller runs intervals, returns nil each time; afterwards nothing is shed.
 func TestCloseConcurrentWithShedAndEvaluate(t *testing.T) {
-	e := New(testConfig(fixed(40, 3), 60))
+	e := NewEngine(testConfig(fixed(40, 3), 60), nil)
 	e.Start()
 	waitFor(t, func() bool { return e.Status().Decision == DecisionShedding })
 

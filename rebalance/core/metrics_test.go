@@ -47,7 +47,7 @@ func TestMetrics(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Registerer = reg
-	r := New(cfg)
+	r := NewEngine(cfg, nil)
 
 	got := gather(t, reg, "default")
 	if got["fiberguard_rebalance_open_connections"] != 60 || !math.IsNaN(got["fiberguard_rebalance_cluster_average"]) ||
@@ -80,10 +80,10 @@ func TestSecondInstanceOnTheSameRegistry(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Registerer = reg
-	first := New(cfg)
+	first := NewEngine(cfg, nil)
 
 	cfg.Connections = func() int { return 7 }
-	second := New(cfg) // the same Name: must not panic; its metrics are skipped
+	second := NewEngine(cfg, nil) // the same Name: must not panic; its metrics are skipped
 	if second.metrics != nil {
 		t.Fatal("the second instance registered its metrics over the first's")
 	}
@@ -93,7 +93,7 @@ func TestSecondInstanceOnTheSameRegistry(t *testing.T) {
 	second.Close()
 
 	first.Close() // unregisters, so a later instance exports its own
-	third := New(cfg)
+	third := NewEngine(cfg, nil)
 	defer third.Close()
 	if got := gather(t, reg, "default")["fiberguard_rebalance_open_connections"]; got != 7 {
 		t.Fatalf("open connections = %v after the first closed, want the third instance's 7", got)
@@ -107,11 +107,11 @@ func TestNamesOnOneRegistry(t *testing.T) {
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Registerer = reg
 	cfg.Name = "api"
-	api := New(cfg)
+	api := NewEngine(cfg, nil)
 	defer api.Close()
 	cfg.Name = "admin"
 	cfg.Connections = func() int { return 7 }
-	admin := New(cfg)
+	admin := NewEngine(cfg, nil)
 	if api.metrics == nil || admin.metrics == nil {
 		t.Fatalf("registered: api %v, admin %v; want both", api.metrics != nil, admin.metrics != nil)
 	}
@@ -134,7 +134,7 @@ func TestNilRegistererUsesTheDefaultRegisterer(t *testing.T) {
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Registerer = nil
 	cfg.Name = "default-registerer-test"
-	r := New(cfg)
+	r := NewEngine(cfg, nil)
 	if got := gather(t, prometheus.DefaultGatherer, cfg.Name); got["fiberguard_rebalance_open_connections"] != 60 {
 		r.Close()
 		t.Fatalf("default registry holds %v for %q, want its series with 60 open", got, cfg.Name)
@@ -150,7 +150,7 @@ func TestDisableMetrics(t *testing.T) {
 	cfg := testConfig(fixed(40, 3), 60)
 	cfg.Registerer = reg
 	cfg.DisableMetrics = true
-	r := New(cfg)
+	r := NewEngine(cfg, nil)
 	r.Evaluate(context.Background())
 	if got := gather(t, reg, "default"); len(got) != 0 {
 		t.Fatalf("metrics registered with DisableMetrics: %v", got)

@@ -72,8 +72,7 @@ func PromQL(api v1.API, query, timestampQuery string) ClusterSource {
 // prometheusSource is the default source: PromQL over a client of Config.PrometheusURL, through
 // Config.RoundTripper. release closes the idle connections of the transport the source owns (none when the
 // RoundTripper is the caller's).
-func prometheusSource(cfg Config) (src ClusterSource, release func()) {
-	rt := cfg.RoundTripper
+func prometheusSource(address string, rt http.RoundTripper, query, timestampQuery string) (src ClusterSource, release func()) {
 	release = func() {}
 	if rt == nil {
 		// A copy of the client's default, so that closing the engine leaves no idle connection (and goroutine)
@@ -84,13 +83,13 @@ func prometheusSource(cfg Config) (src ClusterSource, release func()) {
 			rt, release = t, t.CloseIdleConnections
 		}
 	}
-	client, err := api.NewClient(api.Config{Address: cfg.PrometheusURL, RoundTripper: rt})
+	client, err := api.NewClient(api.Config{Address: address, RoundTripper: rt})
 	if err != nil {
 		// validate has parsed the URL, which is all NewClient checks; should that change, the error shows as a
 		// source error rather than a panic outside validate.
 		return func(context.Context) (Cluster, error) { return Cluster{}, fmt.Errorf("rebalance: %w", err) }, release
 	}
-	return PromQL(v1.NewAPI(client), cfg.Query, cfg.TimestampQuery), release
+	return PromQL(v1.NewAPI(client), query, timestampQuery), release
 }
 
 func notVector(value model.Value) error {

@@ -176,14 +176,14 @@ func TestPrometheusURLDrivesTheDefaultSource(t *testing.T) {
 		q:  vectorAt(now, "30", "40", "50"),
 		tq: vectorAt(now, seconds(now), seconds(now), seconds(now)),
 	})
-	e := New(Config{
+	e := NewEngine(Config[any, any]{
 		PrometheusURL:  srv.URL,
 		Query:          q,
 		TimestampQuery: tq,
 		Connections:    func() int { return 60 },
 		MinConnections: 10,
 		Registerer:     prometheus.NewRegistry(),
-	}.WithDefaults(Defaults))
+	}.WithDefaults(Defaults[any, any]()), nil)
 	defer e.Close()
 	e.Evaluate(context.Background())
 	if st := e.Status(); st.Decision != DecisionShedding || st.Average != 40 || st.Nodes != 3 || st.Budget != 1 {
@@ -216,12 +216,12 @@ func TestPrometheusAgeDecides(t *testing.T) {
 				answers[DefaultTimestampQuery] = tt.timestamps
 			}
 			srv, _ := fakePrometheus(t, answers)
-			e := New(Config{
+			e := NewEngine(Config[any, any]{
 				PrometheusURL:  srv.URL,
 				Connections:    func() int { return 60 },
 				MinConnections: 10,
 				Registerer:     prometheus.NewRegistry(),
-			}.WithDefaults(Defaults))
+			}.WithDefaults(Defaults[any, any]()), nil)
 			defer e.Close()
 			e.Evaluate(context.Background())
 			st := e.Status()
@@ -261,14 +261,14 @@ func TestRoundTripperCarriesThePrometheusQueries(t *testing.T) {
 	}}
 	t.Cleanup(tr.CloseIdleConnections)
 	rt := &countingRoundTripper{next: tr}
-	e := New(Config{
+	e := NewEngine(Config[any, any]{
 		PrometheusURL:  srv.URL,
 		RoundTripper:   rt,
 		Interval:       maxInterval, // one interval only before Close
 		Connections:    func() int { return 60 },
 		MinConnections: 10,
 		Registerer:     prometheus.NewRegistry(),
-	}.WithDefaults(Defaults))
+	}.WithDefaults(Defaults[any, any]()), nil)
 	e.Start()
 	waitFor(t, func() bool { return e.Status().Decision == DecisionShedding })
 	if err := e.Close(); err != nil {

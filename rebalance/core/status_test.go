@@ -36,7 +36,7 @@ func TestStatusJSON(t *testing.T) {
 	}
 	cfg := testConfig(src, 60)
 	cfg.Name = "api"
-	r := New(cfg)
+	r := NewEngine(cfg, nil)
 	keys := []string{"name", "updated_at", "decision", "connections", "counted", "average", "nodes", "balance",
 		"budget", "shed", "source_errors"}
 
@@ -75,7 +75,7 @@ func TestStatusJSON(t *testing.T) {
 
 // TestStatusIsAFreshValue: changing a returned Status changes neither the engine's nor another caller's.
 func TestStatusIsAFreshValue(t *testing.T) {
-	r := New(testConfig(fixed(40, 3), 60))
+	r := NewEngine(testConfig(fixed(40, 3), 60), nil)
 	r.Evaluate(context.Background())
 	a := r.Status()
 	want := *a.UpdatedAt

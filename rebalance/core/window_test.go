@@ -52,7 +52,7 @@ func TestWindowRingIsBounded(t *testing.T) {
 		{time.Millisecond, time.Second, 1},
 		{1000 * time.Second, time.Second, 1001},
 	} {
-		e := New(Config{Cluster: fixed(40, 3), Window: tt.window, Interval: tt.interval, DisableMetrics: true}.WithDefaults(Defaults))
+		e := NewEngine(Config[any, any]{Cluster: fixed(40, 3), Window: tt.window, Interval: tt.interval, DisableMetrics: true}.WithDefaults(Defaults[any, any]()), nil)
 		if got := len(e.recent.counts); got != tt.want {
 			t.Fatalf("Window %v at Interval %v keeps %d counts, want %d", tt.window, tt.interval, got, tt.want)
 		}

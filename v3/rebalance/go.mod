@@ -8,7 +8,6 @@ require (
 	github.com/fiberguard/fiberguard/rebalance/core v0.0.0
 	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/prometheus/client_golang v1.25.0
-	github.com/valyala/fasthttp v1.69.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -32,6 +31,7 @@ require (
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/tinylib/msgp v1.6.3 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/valyala/fasthttp v1.69.0 // indirect
 	golang.org/x/crypto v0.57.0 // indirect
 	golang.org/x/net v0.59.0 // indirect
 	golang.org/x/sys v0.48.0 // indirect

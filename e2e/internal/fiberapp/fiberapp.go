@@ -33,7 +33,7 @@ type Version interface {
 	// NewThrottler is throttle.NewThrottler with cfg's settings.
 	NewThrottler(cfg throttlecore.Config[any, any]) Handle[throttlecore.Status]
 	// NewRebalancer is rebalance.NewRebalancer with cfg's settings and, unless app is nil, Config.App set to app.
-	NewRebalancer(app App, cfg rebalancecore.Config) Handle[rebalancecore.Status]
+	NewRebalancer(app App, cfg rebalancecore.Config[any, any]) Handle[rebalancecore.Status]
 	// NewPicker is upstreampick.NewPicker with cfg's settings. Its Handler is the proxy middleware a gateway puts
 	// in front of the upstreams: proxy.Balancer of this Fiber version over the Picker's LBClient.
 	NewPicker(cfg upstreampickcore.Config) Handle[upstreampickcore.Status]

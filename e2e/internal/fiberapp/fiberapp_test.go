@@ -107,7 +107,7 @@ func TestRebalancerCountsTheAppsConnections(t *testing.T) {
 		cluster := func(context.Context) (rebalancecore.Cluster, error) {
 			return rebalancecore.Cluster{Nodes: 2, Average: 1, At: time.Now()}, nil
 		}
-		r := fv.NewRebalancer(app, rebalancecore.Config{Cluster: cluster, Interval: 100 * time.Millisecond, DisableMetrics: true})
+		r := fv.NewRebalancer(app, rebalancecore.Config[any, any]{Cluster: cluster, Interval: 100 * time.Millisecond, DisableMetrics: true})
 		t.Cleanup(func() { _ = r.Close() })
 		app.Use(r.Handler())
 		app.Get("/", func() string { return "ok" })

@@ -37,7 +37,7 @@ func (v2) NewThrottler(cfg throttlecore.Config[any, any]) Handle[throttlecore.St
 	return handle[throttlecore.Status]{Middleware{th.Handler()}, th.Status, th.Close}
 }
 
-func (v2) NewRebalancer(app App, cfg rebalancecore.Config) Handle[rebalancecore.Status] {
+func (v2) NewRebalancer(app App, cfg rebalancecore.Config[any, any]) Handle[rebalancecore.Status] {
 	c := adapterConfig[rebalance.Config](cfg)
 	if app != nil {
 		c.App = app.(appV2).app

@@ -204,8 +204,8 @@ func TestDiscoverEmptyAnswerKeepsTheSet(t *testing.T) {
 		var logs logBook
 		reg := prometheus.NewRegistry()
 		cfg := dnsConfig(dns, nil, DNS(apiTarget, every))
-		cfg.Registerer, cfg.Warnf = reg, logs.warnf
-		p := picker(n, cfg)
+		cfg.Registerer = reg
+		p := pickerWith(n, cfg, &logs, nil)
 		start := time.Now()
 		eventually(t, "measured", func() bool { return allSampled(p) })
 		midInterval(t, start, every)
@@ -285,8 +285,8 @@ func TestDiscoverErrorsKeepTheLastGoodSet(t *testing.T) {
 		var logs logBook
 		reg := prometheus.NewRegistry()
 		cfg := dnsConfig(dns, nil, DNS(apiTarget, every))
-		cfg.Registerer, cfg.Warnf = reg, logs.warnf
-		p := picker(n, cfg)
+		cfg.Registerer = reg
+		p := pickerWith(n, cfg, &logs, nil)
 		start := time.Now()
 		if d := discovery(p, apiTarget); d.ResolvedAt == nil || !d.ResolvedAt.Equal(start) || d.LastErrorAt != nil || d.LastError != "" {
 			t.Fatalf("discovery %+v after New, want resolved and no error", d)

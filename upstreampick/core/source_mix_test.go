@@ -190,7 +190,7 @@ func TestDiscoverStopsWithCloseAndContext(t *testing.T) {
 				defer cancel()
 				cfg := dnsConfig(slowCancel{dns}, []string{addrA}, DNS(apiTarget, every), DNSSRV(webTarget, "http", every))
 				cfg.Dial, cfg.Context = n.Dial, ctx
-				p := newPicker(cfg)
+				p := newEngine(cfg)
 				step(3 * every)
 				dns.Hang("api.test") // the next lookup is in flight when the picker stops
 				step(every)
@@ -205,7 +205,7 @@ func TestDiscoverStopsWithCloseAndContext(t *testing.T) {
 						t.Fatalf("Close took %v, want it to wait %v for the lookup in flight", d, cancelDelay)
 					}
 					// Close waited for its goroutines: none is left the moment it returns.
-					if stacks := goroutines(); strings.Contains(stacks, "core.(*Picker).discover(") {
+					if stacks := goroutines(); strings.Contains(stacks, "core.(*Engine).discover(") {
 						t.Fatalf("a discovery goroutine outlived Close:\n%s", stacks)
 					}
 				} else {

@@ -47,7 +47,7 @@ type Engine struct {
 	dial      func(ctx context.Context, addr string) (net.Conn, error)
 	kernelRTT bool
 
-	// resolver is Config.Resolver or its default; sources are Config.Discover's names (fixed after New).
+	// resolver is Config.Resolver or its default; sources are Config.Discover's names (fixed after NewEngine).
 	resolver Resolver
 	sources  []*source
 	warnf    func(format string, v ...any)

@@ -42,7 +42,7 @@ func TestParseServer(t *testing.T) {
 	}
 }
 
-// badServers are rejected by New and SetServers alike, each with the reason.
+// badServers are rejected by NewEngine and SetServers alike, each with the reason.
 var badServers = []struct{ server, why string }{
 	{"", "has no host"},
 	{"garbage", "has no port"},

@@ -39,8 +39,8 @@ func newSources(ds []Discovery) []*source {
 	return out
 }
 
-// resolveFirst resolves every name at once and waits for all, each bounded by its timeout: New's first
-// answers. It publishes nothing; New's first setTargets does.
+// resolveFirst resolves every name at once and waits for all, each bounded by its timeout: NewEngine's first
+// answers. It publishes nothing; NewEngine's first setTargets does.
 func (p *Engine) resolveFirst() {
 	var wg sync.WaitGroup
 	for _, s := range p.sources {
@@ -50,7 +50,7 @@ func (p *Engine) resolveFirst() {
 }
 
 // discover is a name's goroutine: it resolves the name every interval, and on demand when nothing is pickable
-// (at most once per onDemandGap), until Close or Config.Context is done. New resolved it once already.
+// (at most once per onDemandGap), until Close or Config.Context is done. NewEngine resolved it once already.
 func (p *Engine) discover(s *source) {
 	defer p.discovering.Done()
 	tick := time.NewTicker(s.d.interval)

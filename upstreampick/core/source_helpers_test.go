@@ -68,7 +68,7 @@ func dnsConfig(r Resolver, servers []string, ds ...Discovery) config {
 	return cfg
 }
 
-// midInterval sleeps until half an interval after start (when New resolved), so that steps of whole intervals
+// midInterval sleeps until half an interval after start (when NewEngine resolved), so that steps of whole intervals
 // land between resolutions. The caller must not be later than that already.
 func midInterval(t *testing.T, start time.Time, interval time.Duration) {
 	t.Helper()

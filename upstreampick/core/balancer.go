@@ -22,9 +22,9 @@ type balancer struct {
 
 // DoDeadline sends req to a picked upstream. When the connection cannot be established (nothing was sent), or
 // an idempotent request's connection broke before the response, it tries another upstream — of the same tier
-// if there is one, else of the next — up to Config.Retries times. It returns NewEngine's noUpstream when nothing is
-// pickable, and counts the request as rejected. A response counts as a success of its upstream; a failed dial
-// or a broken connection as a failure.
+// if there is one, else of the next — up to Config.Retries times. It returns NewEngine's noUpstream when
+// nothing is pickable, and counts the request as rejected. A response counts as a success of its upstream; a
+// failed dial or a broken connection as a failure.
 func (b *balancer) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
 	b.pending.Add(1)
 	defer b.pending.Add(-1)

@@ -449,7 +449,7 @@ func startUpProxy(fv fiberapp.Version, port int, mode upstreampickcore.Mode, sit
 	for i, s := range sites {
 		servers[i] = "http://" + s.addr
 	}
-	p := &upProxy{picker: fv.NewPicker(upstreampickcore.Config{
+	p := &upProxy{picker: fv.NewPicker(upstreampickcore.Config[any, any]{
 		Servers:        servers,
 		Mode:           mode,
 		HealthInterval: upHealthInterval,

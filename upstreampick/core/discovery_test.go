@@ -59,7 +59,7 @@ func TestNewPanicsOnBadDiscover(t *testing.T) {
 			}()
 			cfg := dnsConfig(newFakeDNS(), nil, tt.ds...)
 			cfg.Dial = refuse
-			_ = newPicker(cfg).Close()
+			_ = newEngine(cfg).Close()
 		})
 	}
 
@@ -67,7 +67,7 @@ func TestNewPanicsOnBadDiscover(t *testing.T) {
 	cfg := dnsConfig(newFakeDNS(), nil, DNS("http://api.test:80", 0), DNS("https://api.test:80", 0),
 		DNS("http://api.test:81", 0), DNSSRV("api.test", "http", 0), DNSSRV("api.test", "https", 0))
 	cfg.Dial, cfg.HealthInterval = refuse, time.Hour
-	_ = newPicker(cfg).Close()
+	_ = newEngine(cfg).Close()
 }
 
 func TestDiscoveryLookup(t *testing.T) {

@@ -15,7 +15,7 @@ import (
 const unhealthyAfter = 2
 
 // failed records a connection failure; the second in a row makes u unhealthy.
-func (p *Picker) failed(u *upstream) {
+func (p *Engine) failed(u *upstream) {
 	if u.fails.Add(1) >= unhealthyAfter && u.unhealthy.CompareAndSwap(false, true) {
 		p.mu.Lock()
 		p.rebuildLocked()
@@ -27,7 +27,7 @@ func (p *Picker) failed(u *upstream) {
 // count and, when u was unhealthy, makes it pickable again. With sampled (a health dial), rtt is a connect-time
 // sample for u's average; requests pass none, so samples come at the health checks' steady rate. A request
 // takes no lock unless u recovers.
-func (p *Picker) connected(u *upstream, rtt time.Duration, sampled bool) {
+func (p *Engine) connected(u *upstream, rtt time.Duration, sampled bool) {
 	if u.fails.Load() != 0 {
 		u.fails.Store(0)
 	}
@@ -45,14 +45,14 @@ func (p *Picker) connected(u *upstream, rtt time.Duration, sampled bool) {
 
 // run is the health goroutine: a round at once, then one every HealthInterval, until Close or Config.Context
 // is done. In the latter case it finishes with Close's other work itself, as nobody may call Close.
-func (p *Picker) run() {
+func (p *Engine) run() {
 	defer func() {
 		close(p.done)
-		if p.cfg.Context != nil && p.cfg.Context.Err() != nil {
+		if p.cfg.context != nil && p.cfg.context.Err() != nil {
 			_ = p.Close()
 		}
 	}()
-	tick := time.NewTicker(p.cfg.HealthInterval)
+	tick := time.NewTicker(p.cfg.healthInterval)
 	defer tick.Stop()
 	for {
 		p.round()
@@ -65,7 +65,7 @@ func (p *Picker) run() {
 }
 
 // round forgets drained upstreams, then dials every other upstream in parallel and waits for all dials.
-func (p *Picker) round() {
+func (p *Engine) round() {
 	p.mu.Lock()
 	p.reapLocked(time.Now())
 	ups := make([]*upstream, 0, len(p.ups))
@@ -104,10 +104,10 @@ func (p *Picker) round() {
 // probe resolves u's host (unless it is an IP address), then times a dial to its first address. Name
 // resolution is not timed. With the default dialer on Linux the time is the handshake round trip the kernel
 // measured, when it has one and it is below the wall clock's.
-func (p *Picker) probe(u *upstream) (time.Duration, error) {
+func (p *Engine) probe(u *upstream) (time.Duration, error) {
 	addr := net.JoinHostPort(u.host, u.port)
 	if !u.literal {
-		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.HealthTimeout)
+		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.healthTimeout)
 		addrs, err := p.lookup(ctx, u.host)
 		cancel()
 		if err != nil {
@@ -119,7 +119,7 @@ func (p *Picker) probe(u *upstream) (time.Duration, error) {
 		addr = net.JoinHostPort(addrs[0], u.port)
 	}
 
-	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.HealthTimeout)
+	ctx, cancel := context.WithTimeout(p.ctx, p.cfg.healthTimeout)
 	defer cancel()
 	start := time.Now()
 	conn, err := p.dial(ctx, addr)

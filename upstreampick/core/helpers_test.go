@@ -15,20 +15,15 @@ const (
 	addrB = "10.0.0.2:8080"
 )
 
+// config is the Config of the engine's tests, which have no framework.
+type config = Config[any, any]
+
 // testDefaults are what an adapter's ConfigDefault holds.
-var testDefaults = Config{
-	Mode:           ModeLatency,
-	HealthInterval: time.Second,
-	DrainTimeout:   30 * time.Second,
-	Timeout:        fasthttp.DefaultLBClientTimeout,
-	Retries:        2,
-	RetryAfter:     time.Second,
-	Name:           "default",
-}
+var testDefaults = Defaults[any, any](nil)
 
 // testConfig is a fast-cycling config with metrics on a private registry.
-func testConfig(servers ...string) Config {
-	return Config{
+func testConfig(servers ...string) config {
+	return config{
 		Servers:        servers,
 		HealthInterval: 50 * time.Millisecond,
 		HealthTimeout:  25 * time.Millisecond,
@@ -40,8 +35,13 @@ func testConfig(servers ...string) Config {
 	}
 }
 
-// newPicker creates a Picker over cfg, filled with testDefaults.
-func newPicker(cfg Config) *Picker { return New(cfg.Fill(testDefaults)) }
+// newEngine creates an Engine over cfg, filled with testDefaults, that logs nothing.
+func newEngine(cfg config) *Engine { return NewEngine(cfg.WithDefaults(testDefaults), quiet{}, nil) }
+
+// quiet is a Logger that drops every line; tests that read the log pass a logBook.
+type quiet struct{}
+
+func (quiet) Warnf(string, ...any) {}
 
 // bubble is memnet.Bubble.
 func bubble(t *testing.T, f func(t *testing.T, n *memnet.Net)) {
@@ -49,10 +49,13 @@ func bubble(t *testing.T, f func(t *testing.T, n *memnet.Net)) {
 	memnet.Bubble(t, f)
 }
 
-// picker creates a Picker over n, closed when the bubble ends.
-func picker(n *memnet.Net, cfg Config) *Picker {
+// picker creates an Engine over n, closed when the bubble ends.
+func picker(n *memnet.Net, cfg config) *Engine { return pickerWith(n, cfg, quiet{}, nil) }
+
+// pickerWith is picker with a logger and a noUpstream error of its own.
+func pickerWith(n *memnet.Net, cfg config, log Logger, noUpstream error) *Engine {
 	cfg.Dial = n.Dial
-	p := newPicker(cfg)
+	p := NewEngine(cfg.WithDefaults(testDefaults), log, noUpstream)
 	n.Own(p)
 	return p
 }
@@ -62,7 +65,7 @@ var (
 	refuse     = memnet.Refuse
 )
 
-func upstreamStatus(p *Picker, server string) (UpstreamStatus, bool) {
+func upstreamStatus(p *Engine, server string) (UpstreamStatus, bool) {
 	for _, u := range p.Status().Upstreams {
 		if u.Server == server {
 			return u, true
@@ -71,7 +74,7 @@ func upstreamStatus(p *Picker, server string) (UpstreamStatus, bool) {
 	return UpstreamStatus{}, false
 }
 
-func allSampled(p *Picker) bool {
+func allSampled(p *Engine) bool {
 	for _, u := range p.Status().Upstreams {
 		if !u.Sampled && u.Healthy {
 			return false
@@ -80,7 +83,7 @@ func allSampled(p *Picker) bool {
 	return true
 }
 
-func allUnhealthy(p *Picker) bool {
+func allUnhealthy(p *Engine) bool {
 	for _, u := range p.Status().Upstreams {
 		if u.Healthy {
 			return false
@@ -90,13 +93,13 @@ func allUnhealthy(p *Picker) bool {
 }
 
 // do sends one GET through the picker's LBClient.
-func do(p *Picker) error {
+func do(p *Engine) error {
 	_, err := doPath(p, "/")
 	return err
 }
 
 // doPath sends GET path through the picker's LBClient and returns the body.
-func doPath(p *Picker, path string) (string, error) {
+func doPath(p *Engine, path string) (string, error) {
 	req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 	defer fasthttp.ReleaseRequest(req)
 	defer fasthttp.ReleaseResponse(resp)
@@ -107,7 +110,7 @@ func doPath(p *Picker, path string) (string, error) {
 
 // lbApp is a server handler sending every request through the picker's LBClient, as proxy.Balancer does; an
 // error is answered 502 with its text.
-func lbApp(p *Picker) fasthttp.RequestHandler {
+func lbApp(p *Engine) fasthttp.RequestHandler {
 	return func(c *fasthttp.RequestCtx) {
 		if err := p.LBClient().Do(&c.Request, &c.Response); err != nil {
 			c.Response.Reset()

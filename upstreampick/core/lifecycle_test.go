@@ -23,7 +23,7 @@ func TestContextStopsTheHealthGoroutine(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		cfg := testConfig(addrA)
 		cfg.Dial, cfg.Context, cfg.Registerer = n.Dial, ctx, reg
-		p := newPicker(cfg)
+		p := newEngine(cfg)
 		time.Sleep(3*cfg.HealthInterval + cfg.HealthInterval/2) // between rounds
 		synctest.Wait()
 		if body, err := doPath(p, "/"); err != nil || body != addrA {

@@ -72,7 +72,7 @@ func TestLoopbackDefaultDialer(t *testing.T) {
 	a, b := startSite(t, "a"), startSite(t, "b")
 	dead := deadAddr(t)
 	cfg := testConfig("http://"+a.addr, b.addr, dead)
-	p := newPicker(cfg)
+	p := newEngine(cfg)
 	t.Cleanup(func() { _ = p.Close() })
 
 	waitFor(t, "upstreams measured, the dead one unhealthy", func() bool {

@@ -7,11 +7,11 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// collector exports a Picker's state. It reads the state when scraped, so the request path touches no metric,
+// collector exports an Engine's state. It reads the state when scraped, so the request path touches no metric,
 // and a removed upstream's series disappear with it. Label values are Config.Name, configured servers and
 // Discover targets, and the addresses those resolve to: never anything from a request.
 type collector struct {
-	p   *Picker
+	p   *Engine
 	reg prometheus.Registerer
 
 	requests, rtt, tier, healthy, draining, picks *prometheus.Desc
@@ -20,7 +20,7 @@ type collector struct {
 
 // registerCollector registers p's metrics on reg, labelled name=name. A duplicate registration (the same name
 // on the same registry) is logged through warnf and skipped (nil result).
-func registerCollector(p *Picker, reg prometheus.Registerer, name string, warnf func(string, ...any)) *collector {
+func registerCollector(p *Engine, reg prometheus.Registerer, name string, warnf func(string, ...any)) *collector {
 	constant := prometheus.Labels{"name": name}
 	desc := func(metric, help string) *prometheus.Desc {
 		return prometheus.NewDesc("fiberguard_upstreampick_"+metric, help, []string{"upstream"}, constant)

@@ -61,7 +61,7 @@ func TestMetrics(t *testing.T) {
 		}
 
 		// A second Picker on the same registry neither panics nor breaks the first.
-		_ = newPicker(cfg).Close()
+		_ = newEngine(cfg).Close()
 		if n := testutil.CollectAndCount(reg, "fiberguard_upstreampick_tier"); n != 1 {
 			t.Fatalf("tier series %d after a duplicate Picker, want 1", n)
 		}

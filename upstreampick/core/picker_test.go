@@ -1,220 +1,182 @@
 package core
 
 import (
-	"encoding/json"
-	"maps"
-	"slices"
+	"errors"
 	"strings"
 	"testing"
 	"time"
 
 	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
-	"github.com/prometheus/client_golang/prometheus"
-	"github.com/prometheus/client_golang/prometheus/testutil"
 	"github.com/valyala/fasthttp"
 )
 
-func TestLBClientSpreadsAndMeasures(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memnet.Net) {
-		n.Serve(addrA, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("a") })
-		n.Serve(addrB, 2*time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("b") })
-		p := picker(n, testConfig("http://"+addrA, addrB))
-		app := lbApp(p)
+// fakeCtx is a framework's request context over a fasthttp one; Next counts its calls.
+type fakeCtx struct {
+	fasthttp.RequestCtx
+	nexts int
+}
 
-		eventually(t, "both upstreams measured", func() bool { return allSampled(p) })
-		seen := map[string]int{}
-		for range 200 {
-			code, body := memnet.Get(app, "/x")
-			if code != 200 {
-				t.Fatalf("status %d body %q", code, body)
-			}
-			seen[body]++
+func (c *fakeCtx) Next() error                  { c.nexts++; return nil }
+func (c *fakeCtx) Request() *fasthttp.Request   { return &c.RequestCtx.Request }
+func (c *fakeCtx) Response() *fasthttp.Response { return &c.RequestCtx.Response }
+
+type fakeHandler func(*fakeCtx) error
+
+// The framework's errors, told apart by identity.
+var (
+	errFakeNoUpstream = errors.New("no upstream (503)")
+	errFakeTimeout    = errors.New("gateway timeout (504)")
+	errFakeBad        = errors.New("bad gateway (502)")
+	fakeFramework     = Framework{NoUpstream: errFakeNoUpstream, GatewayTimeout: errFakeTimeout, BadGateway: errFakeBad,
+		Log: quiet{}}
+)
+
+// fakeDefaults is an adapter's ConfigDefault: its OnReject answers 503.
+func fakeDefaults() Config[*fakeCtx, fakeHandler] {
+	return Defaults[*fakeCtx](fakeHandler(func(c *fakeCtx) error {
+		c.SetStatusCode(fasthttp.StatusServiceUnavailable)
+		c.SetBodyString("upstreampick: no upstream available\n")
+		return nil
+	}))
+}
+
+// fakeConfig is testConfig for a Picker over n.
+func fakeConfig(n *memnet.Net, servers ...string) Config[*fakeCtx, fakeHandler] {
+	c := testConfig(servers...)
+	return Config[*fakeCtx, fakeHandler]{Servers: c.Servers, HealthInterval: c.HealthInterval,
+		HealthTimeout: c.HealthTimeout, Timeout: c.Timeout, Registerer: c.Registerer,
+		ConfigureClient: c.ConfigureClient, Dial: n.Dial}
+}
+
+// newFakePicker creates a Picker over cfg, closed when the bubble ends.
+func newFakePicker(n *memnet.Net, cfg Config[*fakeCtx, fakeHandler]) *Picker[*fakeCtx, fakeHandler] {
+	p := NewPicker(fakeDefaults(), fakeFramework, cfg)
+	n.Own(p)
+	return p
+}
+
+// serve runs h on a GET path.
+func serve(h fakeHandler, path string) (*fakeCtx, error) {
+	c := &fakeCtx{}
+	c.RequestCtx.Request.SetRequestURI("http://gateway" + path)
+	return c, h(c)
+}
+
+// TestPickerHandler: Next skips to the next handler; a proxied request holds the upstream's answer; a slow
+// upstream is the framework's 504 error, a failing one its 502; no upstream runs OnReject after both headers.
+func TestPickerHandler(t *testing.T) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		const slow, hangUp, ok = "10.0.0.5:80", "10.0.0.6:80", "10.0.0.7:80"
+		n.Serve(slow, time.Millisecond, func(c *fasthttp.RequestCtx) {
+			time.Sleep(300 * time.Millisecond)
+			c.SetBodyString("slow")
+		})
+		n.Serve(hangUp, time.Millisecond, nil)
+		n.Set(hangUp, memnet.HangUp)
+		n.Serve(ok, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("ok " + string(c.RequestURI())) })
+
+		cfg := fakeConfig(n, ok)
+		cfg.Next = func(c *fakeCtx) bool { return string(c.Path()) == "/local" }
+		p := newFakePicker(n, cfg)
+		if c, err := serve(p.Handler(), "/local"); err != nil || c.nexts != 1 || len(c.Response().Body()) != 0 {
+			t.Fatalf("Next: err %v, nexts %d, body %q; want Next called and nothing proxied", err, c.nexts, c.Response().Body())
 		}
-		// 1 and 2 ms are one tier: both get traffic (each at least 40 of 200; p < 1e-15 to fail).
-		if seen["a"] < 40 || seen["b"] < 40 {
-			t.Fatalf("spread %v, want both well used", seen)
+		if c, err := serve(p.Handler(), "/x?y=1"); err != nil || c.nexts != 0 || string(c.Response().Body()) != "ok /x?y=1" {
+			t.Fatalf("proxied: err %v, nexts %d, body %q", err, c.nexts, c.Response().Body())
 		}
-		st := p.Status()
-		if st.Mode != "latency" || len(st.Upstreams) != 2 || st.Admitted != 200 || st.Rejected != 0 {
-			t.Fatalf("status %+v", st)
+
+		cfg = fakeConfig(n, slow)
+		cfg.Timeout = 50 * time.Millisecond
+		if _, err := serve(newFakePicker(n, cfg).Handler(), "/"); err != errFakeTimeout {
+			t.Fatalf("slow upstream: %v, want the framework's 504", err)
 		}
-		var picks uint64
-		for i, u := range st.Upstreams {
-			if u.Tier != 0 || !u.Healthy || !u.Active || u.RTTSeconds != float64(i+1)/1000 || u.Draining {
-				t.Fatalf("upstream status %+v", u)
-			}
-			picks += u.Picks
+		if _, err := serve(newFakePicker(n, fakeConfig(n, hangUp)).Handler(), "/"); err != errFakeBad {
+			t.Fatalf("hanging-up upstream: %v, want the framework's 502", err)
 		}
-		if picks != 200 {
-			t.Fatalf("picks %d, want 200", picks)
+
+		cfg = fakeConfig(n, "10.0.0.9:80")
+		cfg.Name, cfg.RetryAfter = "edge", 3*time.Second
+		var saw string
+		cfg.OnReject = func(c *fakeCtx) error {
+			h := &c.Response().Header
+			saw = string(h.Peek("Retry-After")) + " " + string(h.Peek("Fiberguard-Rejected-By"))
+			return errors.New("rejected")
+		}
+		p = newFakePicker(n, cfg)
+		eventually(t, "upstream unhealthy", func() bool { return allUnhealthy(p.engine) })
+		if _, err := serve(p.Handler(), "/"); err == nil || err.Error() != "rejected" || saw != "3 upstreampick/edge" {
+			t.Fatalf("no upstream: err %v, OnReject saw %q; want OnReject's error after both headers", err, saw)
+		}
+		// LBClient returns the framework's error; Reject then answers as Handler does, counting the request once.
+		c := &fakeCtx{}
+		if err := p.LBClient().Do(c.Request(), c.Response()); err != errFakeNoUpstream {
+			t.Fatalf("LBClient: %v, want the framework's ErrNoUpstream", err)
+		}
+		saw = ""
+		if err := p.Reject(c); err == nil || saw != "3 upstreampick/edge" {
+			t.Fatalf("Reject: err %v, OnReject saw %q", err, saw)
+		}
+		if st := p.Status(); st.Rejected != 2 || st.Admitted != 0 {
+			t.Fatalf("rejected %d admitted %d, want 2 and 0", st.Rejected, st.Admitted)
 		}
 	})
 }
 
-func TestSetServersDrains(t *testing.T) {
+// TestNewPickerDefaults: NewPicker fills the zero fields from the defaults it is given, at call time; with no
+// config it uses the defaults as they are.
+func TestNewPickerDefaults(t *testing.T) {
 	bubble(t, func(t *testing.T, n *memnet.Net) {
-		h, started, release := n.Hold("a")
-		n.Serve(addrA, time.Millisecond, h)
-		n.Serve(addrB, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("b") })
-		reg := prometheus.NewRegistry()
-		cfg := testConfig(addrA)
-		cfg.Registerer = reg
-		p := picker(n, cfg)
-		app := lbApp(p)
-
-		// A request in flight on a.
-		held := make(chan string, 1)
-		go func() {
-			_, body := memnet.Get(app, "/hold")
-			held <- body
-		}()
-		memnet.Recv(t, started, "request held on a")
-
-		if err := p.SetServers([]string{addrB}); err != nil {
-			t.Fatal(err)
+		cfg := fakeConfig(n, "10.0.0.9:80")
+		cfg.HealthInterval, cfg.HealthTimeout, cfg.Retries = 0, 0, -1
+		p := newFakePicker(n, cfg)
+		got := p.cfg
+		switch {
+		case got.Mode != ModeLatency, got.HealthInterval != time.Second, got.HealthTimeout != 500*time.Millisecond,
+			got.DrainTimeout != 30*time.Second, got.Timeout != 5*time.Second, got.Retries != 0,
+			got.OnReject == nil, got.RetryAfter != time.Second, got.Name != "default",
+			// nil means the default, resolved where it is used.
+			got.LookupHost != nil, got.Context != nil, got.Discover != nil, got.Resolver != nil:
+			t.Fatalf("defaults not applied: %+v", got)
 		}
-		ua, ok := upstreamStatus(p, addrA)
-		if !ok || !ua.Draining || ua.Active || ua.InFlight != 1 {
-			t.Fatalf("removed upstream %+v (present %v), want draining, inactive, 1 in flight", ua, ok)
-		}
-		for range 20 {
-			if _, body := memnet.Get(app, "/"); body != "b" {
-				t.Fatalf("new request went to %q while a drains", body)
-			}
-		}
-		// Still draining while its request is in flight, health rounds notwithstanding.
-		time.Sleep(3 * cfg.HealthInterval)
-		if _, ok := upstreamStatus(p, addrA); !ok {
-			t.Fatal("draining upstream forgotten while a request was in flight")
-		}
-		if n := testutil.CollectAndCount(reg, "fiberguard_upstreampick_picks_total"); n != 2 {
-			t.Fatalf("picks series %d, want 2 while a drains", n)
+		if c, _ := serve(got.OnReject, "/"); c.Response().StatusCode() != fasthttp.StatusServiceUnavailable {
+			t.Fatalf("OnReject is not the default's: status %d", c.Response().StatusCode())
 		}
 
-		// Re-adding aborts the drain; removing again restarts it.
-		if err := p.SetServers([]string{addrB, addrA}); err != nil {
-			t.Fatal(err)
-		}
-		if ua, _ := upstreamStatus(p, addrA); ua.Draining {
-			t.Fatalf("re-added upstream %+v, want not draining", ua)
-		}
-		// Both are 1 ms away, so a is back in b's tier.
-		eventually(t, "re-added upstream active", func() bool { ua, _ := upstreamStatus(p, addrA); return ua.Active })
-		if err := p.SetServers([]string{addrB}); err != nil {
-			t.Fatal(err)
-		}
-
-		release()
-		if body := memnet.Recv(t, held, "held request"); body != "a" {
-			t.Fatalf("in-flight request got %q, want it to finish on a", body)
-		}
-		eventually(t, "drained upstream forgotten", func() bool { _, ok := upstreamStatus(p, addrA); return !ok })
-		if n := testutil.CollectAndCount(reg, "fiberguard_upstreampick_picks_total"); n != 1 {
-			t.Fatalf("picks series %d, want 1 after a is forgotten", n)
-		}
-
-		for _, bad := range [][]string{nil, {"ftp://x:1"}, {addrB, addrB}} {
-			if err := p.SetServers(bad); err == nil || !strings.HasPrefix(err.Error(), "upstreampick: ") {
-				t.Fatalf("SetServers(%q) error %v, want a clear error", bad, err)
-			}
-		}
-		if st := p.Status(); len(st.Upstreams) != 1 || st.Upstreams[0].Server != addrB {
-			t.Fatalf("a rejected list must change nothing: %+v", st)
+		def := fakeDefaults()
+		def.Servers, def.Dial, def.DisableMetrics, def.Retries = []string{"10.0.0.9:80"}, n.Dial, true, 5
+		q := NewPicker(def, fakeFramework)
+		n.Own(q)
+		if q.cfg.Retries != 5 || q.cfg.HealthTimeout != 500*time.Millisecond || len(q.Status().Upstreams) != 1 {
+			t.Fatalf("NewPicker() = %+v, want the defaults with HealthTimeout filled", q.cfg)
 		}
 	})
 }
 
-func TestDrainTimeout(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memnet.Net) {
-		h, started, release := n.Hold("a")
-		n.Serve(addrA, time.Millisecond, h)
-		n.Serve(addrB, time.Millisecond, nil)
-		cfg := testConfig(addrA)
-		cfg.DrainTimeout = 100 * time.Millisecond
-		p := picker(n, cfg)
-		done := make(chan error, 1)
-		go func() {
-			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
-			req.SetRequestURI("http://upstream/hold")
-			done <- p.LBClient().Do(req, resp)
-		}()
-		memnet.Recv(t, started, "request held on a")
-		if err := p.SetServers([]string{addrB}); err != nil {
-			t.Fatal(err)
+func TestNewPickerPanicsOnNilOnReject(t *testing.T) {
+	defer func() {
+		if msg, _ := recover().(string); !strings.HasPrefix(msg, "upstreampick: Config.OnReject") {
+			t.Fatalf("panic %q, want one naming Config.OnReject", msg)
 		}
-		removed := time.Now()
-		eventually(t, "drain timeout", func() bool { _, ok := upstreamStatus(p, addrA); return !ok })
-		// Forgotten at the first round after the timeout.
-		if d := time.Since(removed); d < cfg.DrainTimeout || d > cfg.DrainTimeout+cfg.HealthInterval+5*time.Millisecond {
-			t.Fatalf("forgotten %v after removal, want within a round after %v", d, cfg.DrainTimeout)
-		}
-		release()
-		if err := memnet.Recv(t, done, "held request"); err != nil {
-			t.Fatalf("request on a forgotten upstream: %v (it must still finish)", err)
-		}
-	})
+	}()
+	def := Defaults[*fakeCtx, fakeHandler](nil)
+	NewPicker(def, fakeFramework, Config[*fakeCtx, fakeHandler]{Servers: []string{"127.0.0.1:1"}, Dial: refuse})
+	t.Fatal("NewPicker did not panic")
 }
 
-func TestStatusJSON(t *testing.T) {
+// TestPickerRejectAllocatesNothing: the answer when nothing is pickable (the default OnReject with both
+// headers) allocates nothing.
+func TestPickerRejectAllocatesNothing(t *testing.T) {
 	bubble(t, func(t *testing.T, n *memnet.Net) {
-		n.Serve(addrA, time.Millisecond, nil)
-		cfg := testConfig(addrA)
-		cfg.Name = "edge"
-		p := picker(n, cfg)
-		start := time.Now()
-
-		decode := func() map[string]any {
-			t.Helper()
-			js, err := json.Marshal(p.Status())
-			if err != nil {
-				t.Fatal(err)
-			}
-			var m map[string]any
-			if err := json.Unmarshal(js, &m); err != nil {
-				t.Fatal(err)
-			}
-			return m
-		}
-		keys := func(m map[string]any) []string { return slices.Sorted(maps.Keys(m)) }
-
-		// Before the first round has ended (its dial takes 1 ms).
-		m := decode()
-		if got, want := keys(m), []string{"admitted", "discovery", "mode", "name", "rejected", "updated_at", "upstreams"}; !slices.Equal(got, want) {
-			t.Fatalf("status keys %v, want %v", got, want)
-		}
-		if m["name"] != "edge" || m["updated_at"] != nil || m["mode"] != "latency" || m["rejected"] != 0.0 || m["admitted"] != 0.0 {
-			t.Fatalf("status before the first round %v, want name edge and updated_at null", m)
-		}
-		if d, ok := m["discovery"].([]any); !ok || len(d) != 0 {
-			t.Fatalf("discovery %v without Config.Discover, want []", m["discovery"])
-		}
-		u := m["upstreams"].([]any)[0].(map[string]any)
-		if got, want := keys(u), []string{"active", "discovered", "draining", "healthy", "in_flight", "picks", "rtt_seconds", "sampled", "server", "tier"}; !slices.Equal(got, want) {
-			t.Fatalf("upstream keys %v, want %v", got, want)
-		}
-		if u["rtt_seconds"] != 0.0 || u["sampled"] != false || u["tier"] != -1.0 || u["server"] != addrA || u["discovered"] != "" {
-			t.Fatalf("upstream before the first round %v", u)
-		}
-
-		time.Sleep(cfg.HealthInterval / 2)
-		st := p.Status()
-		if st.UpdatedAt == nil || !st.UpdatedAt.Equal(start.Add(time.Millisecond)) {
-			t.Fatalf("updated_at %v, want the end of the first round, %v", st.UpdatedAt, start.Add(time.Millisecond))
-		}
-		m = decode()
-		u = m["upstreams"].([]any)[0].(map[string]any)
-		if u["rtt_seconds"] != 0.001 || u["tier"] != 0.0 {
-			t.Fatalf("upstream after the first round %v, want rtt_seconds 0.001, tier 0", u)
-		}
-		// A fresh value every call.
-		st.Upstreams[0].Server = "changed"
-		*st.UpdatedAt = time.Time{}
-		if again := p.Status(); again.Upstreams[0].Server != addrA || again.UpdatedAt.IsZero() {
-			t.Fatalf("Status shares its slices or times: %+v", again)
-		}
-		time.Sleep(cfg.HealthInterval)
-		if again := p.Status(); !again.UpdatedAt.Equal(start.Add(cfg.HealthInterval + time.Millisecond)) {
-			t.Fatalf("updated_at %v after the second round, want %v", again.UpdatedAt, start.Add(cfg.HealthInterval+time.Millisecond))
+		p := newFakePicker(n, fakeConfig(n, "10.0.0.9:80"))
+		eventually(t, "upstream unhealthy", func() bool { return allUnhealthy(p.engine) })
+		h := p.Handler()
+		c := &fakeCtx{}
+		c.RequestCtx.Request.SetRequestURI("http://gateway/")
+		if allocs := testing.AllocsPerRun(100, func() {
+			_ = h(c)
+			c.RequestCtx.Response.Reset()
+		}); allocs != 0 {
+			t.Fatalf("%v allocations per rejected request, want 0", allocs)
 		}
 	})
 }

@@ -24,9 +24,9 @@ const (
 // Proxy sends a request the server received to a picked upstream and leaves the upstream's response in resp,
 // as proxy.Balancer does with LBClient: the Connection header is dropped both ways (it is hop-by-hop) and the
 // request must be answered within Config.Timeout.
-func (p *Picker) Proxy(req *fasthttp.Request, resp *fasthttp.Response) Outcome {
+func (p *Engine) Proxy(req *fasthttp.Request, resp *fasthttp.Response) Outcome {
 	req.Header.Del(fasthttp.HeaderConnection)
-	err := p.bal.DoDeadline(req, resp, time.Now().Add(p.cfg.Timeout))
+	err := p.bal.DoDeadline(req, resp, time.Now().Add(p.cfg.timeout))
 	resp.Header.Del(fasthttp.HeaderConnection)
 	switch {
 	case err == nil:

@@ -9,7 +9,7 @@ import (
 )
 
 // proxyOnce sends GET / with a Connection header through p.Proxy, as a server's handler would.
-func proxyOnce(p *Picker) (Outcome, *fasthttp.RequestCtx) {
+func proxyOnce(p *Engine) (Outcome, *fasthttp.RequestCtx) {
 	var c fasthttp.RequestCtx
 	c.Request.SetRequestURI("http://gateway/")
 	c.Request.Header.Set(fasthttp.HeaderConnection, "keep-alive")
@@ -50,12 +50,12 @@ func TestProxyOutcomes(t *testing.T) {
 				c.Response.Header.Peek(fasthttp.HeaderConnection))
 		}
 
-		p := rejectingPicker(t, n, testConfig("10.0.0.9:80"))
+		p := rejectingEngine(t, n, testConfig("10.0.0.9:80"))
 		got, c = proxyOnce(p)
 		if got != Rejected {
 			t.Fatalf("no upstream: %v, want Rejected", got)
 		}
-		p.Reject(&c.Request, &c.Response.Header)
+		p.SetRejectHeaders(&c.Request, &c.Response.Header)
 		if st := p.Status(); st.Rejected != 1 {
 			t.Fatalf("rejected %d, want 1: Proxy counts, Reject does not count it again", st.Rejected)
 		}

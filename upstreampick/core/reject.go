@@ -23,11 +23,11 @@ func retryAfterHeader(d time.Duration) []byte {
 	return strconv.AppendInt(nil, int64(secs), 10)
 }
 
-// Reject prepares the answer to a request no upstream can take, before the adapter calls its OnReject: it
-// sets the Retry-After (unless Config.RetryAfter is negative) and Fiberguard-Rejected-By headers on h, and
-// counts req as rejected unless this Picker counted it already, which it does for every request LBClient,
+// SetRejectHeaders prepares the answer to a request no upstream can take, before Picker.Reject calls OnReject:
+// it sets the Retry-After (unless Config.RetryAfter is negative) and Fiberguard-Rejected-By headers on h, and
+// counts req as rejected unless this Engine counted it already, which it does for every request LBClient,
 // BalancingClient or Proxy finds no upstream for. It does not allocate.
-func (p *Picker) Reject(req *fasthttp.Request, h *fasthttp.ResponseHeader) {
+func (p *Engine) SetRejectHeaders(req *fasthttp.Request, h *fasthttp.ResponseHeader) {
 	p.bal.countRejected(req)
 	if p.retryAfter != nil {
 		h.SetCanonical(headerRetryAfter, p.retryAfter)

@@ -29,8 +29,8 @@ func TestRetryAfterHeader(t *testing.T) {
 	}
 }
 
-// rejectingPicker returns a Picker over cfg once its upstreams are unhealthy, so that it rejects every request.
-func rejectingPicker(t *testing.T, n *memnet.Net, cfg Config) *Picker {
+// rejectingEngine returns an Engine over cfg once its upstreams are unhealthy, so that it rejects every request.
+func rejectingEngine(t *testing.T, n *memnet.Net, cfg config) *Engine {
 	t.Helper()
 	p := picker(n, cfg)
 	eventually(t, "upstreams unhealthy", func() bool { return allUnhealthy(p) })
@@ -68,7 +68,7 @@ func TestRejectCountsOnce(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		cfg := testConfig("10.0.0.9:80") // nothing answers there
 		cfg.Registerer, cfg.Name, cfg.RetryAfter = reg, "edge", 2500*time.Millisecond
-		p := rejectingPicker(t, n, cfg)
+		p := rejectingEngine(t, n, cfg)
 		check := func(what string, want uint64) {
 			t.Helper()
 			if st := p.Status(); st.Rejected != want || st.Admitted != 0 {
@@ -83,11 +83,11 @@ func TestRejectCountsOnce(t *testing.T) {
 		var resp fasthttp.Response
 		req.SetRequestURI("http://gateway/")
 		if err := p.LBClient().Do(&req, &resp); !errors.Is(err, errNoUpstream) {
-			t.Fatalf("LBClient error %v, want the default NoUpstream", err)
+			t.Fatalf("LBClient error %v, want the default noUpstream", err)
 		}
 		check("LBClient rejected it", 1)
-		p.Reject(&req, &resp.Header)
-		p.Reject(&req, &resp.Header)
+		p.SetRejectHeaders(&req, &resp.Header)
+		p.SetRejectHeaders(&req, &resp.Header)
 		check("Reject after LBClient", 1)
 		if got := string(resp.Header.Peek("Retry-After")); got != "3" {
 			t.Fatalf("Retry-After %q, want 3", got)
@@ -102,24 +102,24 @@ func TestRejectCountsOnce(t *testing.T) {
 		}
 		var other fasthttp.Request
 		var otherResp fasthttp.Response
-		p.Reject(&other, &otherResp.Header)
-		p.Reject(&other, &otherResp.Header)
+		p.SetRejectHeaders(&other, &otherResp.Header)
+		p.SetRejectHeaders(&other, &otherResp.Header)
 		check("Reject alone", 2)
 
 		// Reset, the first request is another one.
 		req.Reset()
-		p.Reject(&req, &resp.Header)
+		p.SetRejectHeaders(&req, &resp.Header)
 		check("Reject after a reset", 3)
 
 		// Another Picker's count is its own.
 		cfg2 := testConfig("10.0.0.8:80")
 		cfg2.Name = "other"
-		q := rejectingPicker(t, n, cfg2)
+		q := rejectingEngine(t, n, cfg2)
 		var shared fasthttp.Request
 		if err := q.BalancingClient().DoDeadline(&shared, &fasthttp.Response{}, time.Now().Add(time.Second)); !errors.Is(err, errNoUpstream) {
 			t.Fatalf("other picker: %v", err)
 		}
-		p.Reject(&shared, &otherResp.Header)
+		p.SetRejectHeaders(&shared, &otherResp.Header)
 		check("Reject of a request another Picker rejected", 4)
 		if st := q.Status(); st.Rejected != 1 {
 			t.Fatalf("other picker rejected %d, want 1", st.Rejected)
@@ -128,11 +128,11 @@ func TestRejectCountsOnce(t *testing.T) {
 }
 
 func TestRejectWithoutRetryAfter(t *testing.T) {
-	p := newPicker(Config{Servers: []string{"127.0.0.1:1"}, RetryAfter: -1, HealthInterval: time.Hour,
+	p := newEngine(config{Servers: []string{"127.0.0.1:1"}, RetryAfter: -1, HealthInterval: time.Hour,
 		Dial: refuse, DisableMetrics: true})
 	defer func() { _ = p.Close() }()
 	var resp fasthttp.Response
-	p.Reject(&fasthttp.Request{}, &resp.Header)
+	p.SetRejectHeaders(&fasthttp.Request{}, &resp.Header)
 	if resp.Header.Peek("Retry-After") != nil || string(resp.Header.Peek("Fiberguard-Rejected-By")) != "upstreampick/default" {
 		t.Fatalf("headers %q", resp.Header.Header())
 	}
@@ -141,11 +141,10 @@ func TestRejectWithoutRetryAfter(t *testing.T) {
 func TestNoUpstreamIsTheAdaptersError(t *testing.T) {
 	bubble(t, func(t *testing.T, n *memnet.Net) {
 		mine := errors.New("mine")
-		cfg := testConfig("10.0.0.9:80")
-		cfg.NoUpstream = mine
-		p := rejectingPicker(t, n, cfg)
+		p := pickerWith(n, testConfig("10.0.0.9:80"), quiet{}, mine)
+		eventually(t, "upstreams unhealthy", func() bool { return allUnhealthy(p) })
 		if err := do(p); !errors.Is(err, mine) {
-			t.Fatalf("LBClient error %v, want Config.NoUpstream", err)
+			t.Fatalf("LBClient error %v, want NewEngine's noUpstream", err)
 		}
 		var c fasthttp.RequestCtx
 		if got := p.Proxy(&c.Request, &c.Response); got != Rejected {

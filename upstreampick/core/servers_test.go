@@ -42,7 +42,7 @@ func TestParseServer(t *testing.T) {
 	}
 }
 
-// badServers are rejected by New and SetServers alike, each with the reason.
+// badServers are rejected by NewEngine and SetServers alike, each with the reason.
 var badServers = []struct{ server, why string }{
 	{"", "has no host"},
 	{"garbage", "has no port"},
@@ -135,7 +135,7 @@ func TestNewKeepsDistinctServersApart(t *testing.T) {
 	for _, pair := range otherServer {
 		cfg := testConfig(pair[0], pair[1])
 		cfg.HealthInterval, cfg.Dial = time.Hour, refuse // no dial matters here
-		p := newPicker(cfg)
+		p := newEngine(cfg)
 		st := p.Status()
 		_ = p.Close()
 		if len(st.Upstreams) != 2 || st.Upstreams[0].Server != pair[0] || st.Upstreams[1].Server != pair[1] {
@@ -147,7 +147,7 @@ func TestNewKeepsDistinctServersApart(t *testing.T) {
 func TestSetServersRejectsOneServerSpeltTwice(t *testing.T) {
 	cfg := testConfig(addrA)
 	cfg.HealthInterval, cfg.Dial = time.Hour, refuse // no dial matters here
-	p := newPicker(cfg)
+	p := newEngine(cfg)
 	defer func() { _ = p.Close() }()
 	for _, pair := range sameServer {
 		if err := p.SetServers([]string{pair[0], pair[1]}); err == nil ||
@@ -204,6 +204,6 @@ func newPanic(t *testing.T, servers ...string) (msg string) {
 	}()
 	cfg := testConfig(servers...)
 	cfg.HealthInterval, cfg.Dial = time.Hour, refuse
-	_ = newPicker(cfg).Close()
+	_ = newEngine(cfg).Close()
 	return ""
 }

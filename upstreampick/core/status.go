@@ -63,9 +63,8 @@ type DiscoveryStatus struct {
 	Errors      uint64 `json:"errors"`
 }
 
-// Status returns a fresh view: every upstream, listed ones first (the static servers in their order, then each
-// discovered name's addresses), then draining ones; and every discovered name.
-func (p *Picker) Status() Status {
+// Status is Picker.Status.
+func (p *Engine) Status() Status {
 	active := map[*upstream]bool{}
 	for _, u := range p.set.Load().items {
 		active[u] = true
@@ -73,8 +72,8 @@ func (p *Picker) Status() Status {
 	p.mu.Lock()
 	defer p.mu.Unlock()
 	st := Status{
-		Name:      p.cfg.Name,
-		Mode:      p.cfg.Mode.String(),
+		Name:      p.cfg.name,
+		Mode:      p.cfg.mode.String(),
 		Admitted:  p.bal.admitted.Load(),
 		Rejected:  p.bal.rejected.Load(),
 		Upstreams: make([]UpstreamStatus, 0, len(p.ups)),

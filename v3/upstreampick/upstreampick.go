@@ -14,9 +14,24 @@
 package upstreampick
 
 import (
+	"time"
+
 	"github.com/fiberguard/fiberguard/upstreampick/core"
 	"github.com/gofiber/fiber/v3"
+	"github.com/gofiber/fiber/v3/log"
 )
+
+// Config defines the config for the middleware.
+type Config = core.Config[fiber.Ctx, fiber.Handler]
+
+// ConfigDefault is the default config. Servers and Discover have no default.
+var ConfigDefault = core.Defaults[fiber.Ctx](fiber.Handler(func(c fiber.Ctx) error {
+	return c.Status(fiber.StatusServiceUnavailable).SendString("upstreampick: no upstream available\n")
+}))
+
+// Picker chooses an upstream for each request and keeps the upstreams' latency, health and drain state (see
+// core.Picker for its methods). Create it with NewPicker and stop it with Close (or Config.Context).
+type Picker = core.Picker[fiber.Ctx, fiber.Handler]
 
 // ErrNoUpstream is returned by LBClient and BalancingClient when no upstream can take a request: every one is
 // unhealthy or draining. It is a *fiber.Error of Fiber v3 with status 503, so through proxy.Balancer Fiber's
@@ -30,38 +45,52 @@ func New(config ...Config) fiber.Handler {
 	return NewPicker(config...).Handler()
 }
 
-// Handler returns a fiber.Handler that proxies the request to a picked upstream, for apps that need none of
-// proxy.Balancer's options. When no upstream is pickable it answers as Reject does: it sets the Retry-After and
-// Fiberguard-Rejected-By headers and calls Config.OnReject (by default 503). It returns fiber.ErrGatewayTimeout
-// (504) when the upstream did not answer within Config.Timeout and fiber.ErrBadGateway (502) on any other
-// upstream failure, each for the app's ErrorHandler. Every call returns an equivalent handler over the same
-// Picker.
-func (p *Picker) Handler() fiber.Handler {
-	return func(c fiber.Ctx) error {
-		if p.cfg.Next != nil && p.cfg.Next(c) {
-			return c.Next()
-		}
-		switch p.core.Proxy(c.Request(), c.Response()) {
-		case core.Proxied:
-			return nil
-		case core.Rejected:
-			return p.Reject(c)
-		case core.TimedOut:
-			return fiber.ErrGatewayTimeout
-		}
-		return fiber.ErrBadGateway
-	}
+// NewPicker creates a Picker over Config.Servers and the addresses of Config.Discover, and starts its health
+// checks (see core.NewPicker). It panics, naming the field, when the config is invalid.
+func NewPicker(config ...Config) *Picker {
+	return core.NewPicker(ConfigDefault, core.Framework{
+		NoUpstream:     ErrNoUpstream,
+		GatewayTimeout: fiber.ErrGatewayTimeout,
+		BadGateway:     fiber.ErrBadGateway,
+		Log:            fiberLog{},
+	}, config...)
 }
 
-// Reject answers c as Handler does when no upstream can take it: it sets the Retry-After and
-// Fiberguard-Rejected-By headers, counts the request as rejected (in Status and the requests_total metric)
-// unless LBClient or BalancingClient already counted it, and calls Config.OnReject. Its use is the app's
-// ErrorHandler, for the ErrNoUpstream of proxy.Balancer:
-//
-//	if errors.Is(err, upstreampick.ErrNoUpstream) {
-//		return picker.Reject(c)
-//	}
-func (p *Picker) Reject(c fiber.Ctx) error {
-	p.core.Reject(c.Request(), &c.Response().Header)
-	return p.cfg.OnReject(c)
+// fiberLog writes the core's warnings to Fiber's log.
+type fiberLog struct{}
+
+func (fiberLog) Warnf(format string, v ...any) { log.Warnf(format, v...) }
+
+// The core's names, for the Config fields and the Status view.
+type (
+	// Mode selects how an upstream is picked among the candidates.
+	Mode = core.Mode
+	// Discovery is a DNS name whose records are upstreams, for Config.Discover. Make one with DNS or DNSSRV.
+	Discovery = core.Discovery
+	// Resolver resolves the names of Config.Discover. *net.Resolver implements it.
+	Resolver = core.Resolver
+	// Status is a point-in-time view of a Picker, for status pages.
+	Status = core.Status
+	// UpstreamStatus is one upstream's state in a Status.
+	UpstreamStatus = core.UpstreamStatus
+	// DiscoveryStatus is the state of one name of Config.Discover in a Status.
+	DiscoveryStatus = core.DiscoveryStatus
+)
+
+// The picking modes (see core.ModeLatency and its siblings).
+const (
+	ModeLatency      = core.ModeLatency
+	ModeLeastPending = core.ModeLeastPending
+	ModeRandom       = core.ModeRandom
+)
+
+// DefaultDiscoverInterval is the time between two resolutions of a name when DNS or DNSSRV is given 0.
+const DefaultDiscoverInterval = core.DefaultDiscoverInterval
+
+// DNS discovers upstreams from the A and AAAA records of server's host (see core.DNS).
+func DNS(server string, interval time.Duration) Discovery { return core.DNS(server, interval) }
+
+// DNSSRV discovers upstreams from the SRV records of name, with the given scheme (see core.DNSSRV).
+func DNSSRV(name, scheme string, interval time.Duration) Discovery {
+	return core.DNSSRV(name, scheme, interval)
 }

@@ -36,7 +36,7 @@ type Version interface {
 	NewRebalancer(app App, cfg rebalancecore.Config[any, any]) Handle[rebalancecore.Status]
 	// NewPicker is upstreampick.NewPicker with cfg's settings. Its Handler is the proxy middleware a gateway puts
 	// in front of the upstreams: proxy.Balancer of this Fiber version over the Picker's LBClient.
-	NewPicker(cfg upstreampickcore.Config) Handle[upstreampickcore.Status]
+	NewPicker(cfg upstreampickcore.Config[any, any]) Handle[upstreampickcore.Status]
 }
 
 // App is a Fiber app: its middlewares and routes run in the order they were added.

@@ -46,7 +46,7 @@ func (v2) NewRebalancer(app App, cfg rebalancecore.Config[any, any]) Handle[reba
 	return handle[rebalancecore.Status]{Middleware{r.Handler()}, r.Status, r.Close}
 }
 
-func (v2) NewPicker(cfg upstreampickcore.Config) Handle[upstreampickcore.Status] {
+func (v2) NewPicker(cfg upstreampickcore.Config[any, any]) Handle[upstreampickcore.Status] {
 	p := upstreampick.NewPicker(adapterConfig[upstreampick.Config](cfg))
 	return handle[upstreampickcore.Status]{Middleware{proxy.Balancer(proxy.Config{Client: p.LBClient()})}, p.Status, p.Close}
 }

@@ -7,6 +7,7 @@ package memnet
 
 import (
 	"context"
+	"errors"
 	"io"
 	"net"
 	"sync"
@@ -151,8 +152,9 @@ func (n *Net) Dial(ctx context.Context, addr string) (net.Conn, error) {
 			buf := make([]byte, 4096)
 			_, _ = server.Read(buf)
 		} else {
-			srv := &fasthttp.Server{Handler: h.handler}
-			_ = srv.ServeConn(server)
+			// No Date header: fasthttp would start its process-wide refresher, a goroutine the bubble cannot end.
+			srv := &fasthttp.Server{Handler: h.handler, NoDefaultDate: true}
+			_ = srv.ServeConn(serverConn{server})
 		}
 		_ = server.Close()
 		n.mu.Lock()
@@ -160,6 +162,19 @@ func (n *Net) Dial(ctx context.Context, addr string) (net.Conn, error) {
 		n.mu.Unlock()
 	}()
 	return client, nil
+}
+
+// serverConn is a server's end of a connection. Closed (by Set or at shutdown), it reads as the end of the
+// input, as a peer's close does: fasthttp answers any other read error with an error response whose Date
+// header ignores NoDefaultDate, and would start its refresher inside the bubble.
+type serverConn struct{ net.Conn }
+
+func (c serverConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	if errors.Is(err, io.ErrClosedPipe) {
+		err = io.EOF
+	}
+	return n, err
 }
 
 // Refuse is a Config.Dial that refuses every connection, for tests that dial nothing on purpose; it needs no

@@ -14,17 +14,17 @@ import (
 
 // balancer is the fasthttp.BalancingClient behind LBClient and Handler.
 type balancer struct {
-	p *Picker
-	// Written by every request, so kept off the Picker's fields that picks read.
+	p *Engine
+	// Written by every request, so kept off the Engine's fields that picks read.
 	pending            atomic.Int64
 	admitted, rejected atomic.Uint64 // requests that got an upstream, or none
 }
 
 // DoDeadline sends req to a picked upstream. When the connection cannot be established (nothing was sent), or
 // an idempotent request's connection broke before the response, it tries another upstream — of the same tier
-// if there is one, else of the next — up to Config.Retries times. It returns Config.NoUpstream when nothing is
-// pickable, and counts the request as rejected. A response counts as a success of its upstream; a failed dial
-// or a broken connection as a failure.
+// if there is one, else of the next — up to Config.Retries times. It returns NewEngine's noUpstream when
+// nothing is pickable, and counts the request as rejected. A response counts as a success of its upstream; a
+// failed dial or a broken connection as a failure.
 func (b *balancer) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
 	b.pending.Add(1)
 	defer b.pending.Add(-1)
@@ -37,7 +37,7 @@ func (b *balancer) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, de
 	}
 	b.admitted.Add(1)
 	err := b.send(u, req, resp, deadline)
-	if err == nil || !retryable(err, req) || b.p.cfg.Retries == 0 {
+	if err == nil || !retryable(err, req) || b.p.cfg.retries == 0 {
 		return err
 	}
 	return b.retry(u, err, req, resp, deadline)
@@ -47,7 +47,7 @@ func (b *balancer) DoDeadline(req *fasthttp.Request, resp *fasthttp.Response, de
 // the retries, the deadline or the upstreams run out.
 func (b *balancer) retry(first *upstream, err error, req *fasthttp.Request, resp *fasthttp.Response, deadline time.Time) error {
 	tried := []*upstream{first}
-	for range b.p.cfg.Retries {
+	for range b.p.cfg.retries {
 		if !time.Now().Before(deadline) {
 			return err
 		}
@@ -108,7 +108,7 @@ func idempotent(req *fasthttp.Request) bool {
 }
 
 // rejectedMark, stored in a request's user values under its balancer, says that the balancer counted the
-// request as rejected, so that Picker.Reject does not count it again. The request's reset clears it.
+// request as rejected, so that Engine.SetRejectHeaders does not count it again. The request's reset clears it.
 type rejectedMark struct{}
 
 // countRejected counts req as rejected unless b already did.
@@ -130,15 +130,15 @@ func (e *dialError) Error() string { return e.err.Error() }
 func (e *dialError) Unwrap() error { return e.err }
 
 // newHostClient builds u's HostClient, whose dials report to u's health.
-func (p *Picker) newHostClient(u *upstream, t target) *fasthttp.HostClient {
+func (p *Engine) newHostClient(u *upstream, t target) *fasthttp.HostClient {
 	hc := &fasthttp.HostClient{
 		Addr:                     net.JoinHostPort(t.host, t.port),
 		IsTLS:                    t.tls,
 		NoDefaultUserAgentHeader: true,
 		DisablePathNormalizing:   true,
 	}
-	if p.cfg.ConfigureClient != nil {
-		p.cfg.ConfigureClient(t.server, hc)
+	if p.cfg.configureClient != nil {
+		p.cfg.configureClient(t.server, hc)
 		hc.Addr, hc.IsTLS = net.JoinHostPort(t.host, t.port), t.tls
 	}
 	dialTimeout, dial := hc.DialTimeout, hc.Dial

@@ -21,7 +21,7 @@ type source struct {
 	// hosts is lookup's memory of SRV target hosts; only the source's resolutions use it, one at a time.
 	hosts map[string][]string
 
-	// Guarded by Picker.mu.
+	// Guarded by Engine.mu.
 	members    membership
 	resolvedAt *time.Time // last answer that found addresses
 	lastErr    string
@@ -39,9 +39,9 @@ func newSources(ds []Discovery) []*source {
 	return out
 }
 
-// resolveFirst resolves every name at once and waits for all, each bounded by its timeout: New's first
-// answers. It publishes nothing; New's first setTargets does.
-func (p *Picker) resolveFirst() {
+// resolveFirst resolves every name at once and waits for all, each bounded by its timeout: NewEngine's first
+// answers. It publishes nothing; NewEngine's first setTargets does.
+func (p *Engine) resolveFirst() {
 	var wg sync.WaitGroup
 	for _, s := range p.sources {
 		wg.Go(func() { p.resolve(s, false) })
@@ -50,8 +50,8 @@ func (p *Picker) resolveFirst() {
 }
 
 // discover is a name's goroutine: it resolves the name every interval, and on demand when nothing is pickable
-// (at most once per onDemandGap), until Close or Config.Context is done. New resolved it once already.
-func (p *Picker) discover(s *source) {
+// (at most once per onDemandGap), until Close or Config.Context is done. NewEngine resolved it once already.
+func (p *Engine) discover(s *source) {
 	defer p.discovering.Done()
 	tick := time.NewTicker(s.d.interval)
 	defer tick.Stop()
@@ -90,7 +90,7 @@ func (p *Picker) discover(s *source) {
 
 // resolve resolves s once and records the answer; with publish, a change of its addresses goes to the pick
 // set at once.
-func (p *Picker) resolve(s *source, publish bool) {
+func (p *Engine) resolve(s *source, publish bool) {
 	ctx, cancel := context.WithTimeout(p.ctx, s.timeout)
 	a := s.d.lookup(ctx, p.resolver, s.hosts)
 	cancel()
@@ -115,14 +115,14 @@ func (p *Picker) resolve(s *source, publish bool) {
 // recordLocked folds answer a into s: it reports whether s's addresses changed, and returns the line to log
 // ("" for none): the first of each distinct failure in a row, and the name resolving again after one. p.mu
 // must be held.
-func (p *Picker) recordLocked(s *source, a answer, now time.Time) (changed bool, logLine string) {
+func (p *Engine) recordLocked(s *source, a answer, now time.Time) (changed bool, logLine string) {
 	res := a.result()
 	s.results[res]++
 	if res == resultOK || res == resultPartial {
 		s.resolvedAt = &now
 		changed = s.members.apply(a.targets, a.keep)
 	}
-	who := "upstreampick " + strconv.Quote(p.cfg.Name) + ": " + s.d.String()
+	who := "upstreampick " + strconv.Quote(p.cfg.name) + ": " + s.d.String()
 	if res == resultOK {
 		if s.logged != "" {
 			s.logged = ""
@@ -160,7 +160,7 @@ func addresses(n int) string {
 // targetsLocked is the upstream list: the static servers (Config.Servers, then SetServers) in their order, then
 // each name's addresses in Config.Discover order, by address; an upstream listed twice is kept where it comes
 // first. p.mu must be held.
-func (p *Picker) targetsLocked() []target {
+func (p *Engine) targetsLocked() []target {
 	out := make([]target, 0, len(p.static))
 	seen := make(map[string]bool, len(p.static))
 	for _, t := range p.static {
@@ -179,7 +179,7 @@ func (p *Picker) targetsLocked() []target {
 }
 
 // wakeDiscovery asks every name for a resolution now, without blocking: nothing is pickable.
-func (p *Picker) wakeDiscovery() {
+func (p *Engine) wakeDiscovery() {
 	for _, s := range p.sources {
 		select {
 		case s.wake <- struct{}{}:
@@ -189,7 +189,7 @@ func (p *Picker) wakeDiscovery() {
 }
 
 // discoveryStatusLocked is the view of every name. p.mu must be held.
-func (p *Picker) discoveryStatusLocked() []DiscoveryStatus {
+func (p *Engine) discoveryStatusLocked() []DiscoveryStatus {
 	out := make([]DiscoveryStatus, 0, len(p.sources))
 	for _, s := range p.sources {
 		ds := DiscoveryStatus{

@@ -18,13 +18,13 @@ func timeoutFrom(name string, port int) error {
 		Server: "10.96.0.10:53", IsTimeout: true}
 }
 
-// logBook records Config.Warnf lines.
+// logBook is a Logger that records its lines.
 type logBook struct {
 	mu    sync.Mutex
 	lines []string
 }
 
-func (l *logBook) warnf(format string, v ...any) {
+func (l *logBook) Warnf(format string, v ...any) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.lines = append(l.lines, fmt.Sprintf(format, v...))
@@ -62,14 +62,13 @@ func serveAPI(n *memnet.Net, ips ...string) *fakeDNS {
 }
 
 // dnsConfig is testConfig with discovery through r.
-func dnsConfig(r Resolver, servers []string, ds ...Discovery) Config {
+func dnsConfig(r Resolver, servers []string, ds ...Discovery) config {
 	cfg := testConfig(servers...)
 	cfg.Discover, cfg.Resolver = ds, r
-	cfg.Warnf = func(string, ...any) {} // tests that read the log set their own
 	return cfg
 }
 
-// midInterval sleeps until half an interval after start (when New resolved), so that steps of whole intervals
+// midInterval sleeps until half an interval after start (when NewEngine resolved), so that steps of whole intervals
 // land between resolutions. The caller must not be later than that already.
 func midInterval(t *testing.T, start time.Time, interval time.Duration) {
 	t.Helper()
@@ -81,7 +80,7 @@ func midInterval(t *testing.T, start time.Time, interval time.Duration) {
 }
 
 // servers returns the upstreams of p's Status in order.
-func servers(p *Picker) []string {
+func servers(p *Engine) []string {
 	var out []string
 	for _, u := range p.Status().Upstreams {
 		out = append(out, u.Server)
@@ -90,7 +89,7 @@ func servers(p *Picker) []string {
 }
 
 // discovery returns the DiscoveryStatus of target.
-func discovery(p *Picker, target string) DiscoveryStatus {
+func discovery(p *Engine, target string) DiscoveryStatus {
 	for _, d := range p.Status().Discovery {
 		if d.Target == target {
 			return d

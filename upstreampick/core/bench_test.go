@@ -1,4 +1,4 @@
-package upstreampick
+package core
 
 import (
 	"context"
@@ -10,9 +10,7 @@ import (
 	"time"
 
 	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
-	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fasthttp"
 )
 
 // listeners opens n listeners on 127.0.0.1 that accept and close connections, for health dials to succeed.
@@ -43,7 +41,7 @@ func BenchmarkPick(b *testing.B) {
 	for _, mode := range []Mode{ModeLatency, ModeLeastPending, ModeRandom} {
 		for _, n := range []int{3, 64} {
 			b.Run(fmt.Sprintf("%v/%d", mode, n), func(b *testing.B) {
-				p := NewPicker(Config{
+				p := newEngine(config{
 					Servers:        listeners(b, n),
 					Mode:           mode,
 					HealthInterval: time.Hour,
@@ -57,7 +55,7 @@ func BenchmarkPick(b *testing.B) {
 }
 
 // picks waits (bounded) until p has n measured upstreams, then times Pick.
-func picks(b *testing.B, p *Picker, n int) {
+func picks(b *testing.B, p *Engine, n int) {
 	deadline := time.Now().Add(10 * time.Second)
 	for (len(p.Status().Upstreams) != n || !allSampled(p)) && time.Now().Before(deadline) {
 		time.Sleep(time.Millisecond)
@@ -86,7 +84,7 @@ func BenchmarkPickDiscovered(b *testing.B) {
 					recs = append(recs, &net.SRV{Target: host, Port: uint16(p)})
 				}
 				dns.SetSRV("_bench._tcp.test", recs...)
-				p := NewPicker(Config{
+				p := newEngine(config{
 					Discover:       []Discovery{DNSSRV("_bench._tcp.test", "http", 10*time.Millisecond)},
 					Resolver:       shuffled{dns},
 					Mode:           mode,
@@ -110,49 +108,4 @@ func (s shuffled) LookupSRV(ctx context.Context, service, proto, name string) (s
 	cname, recs, err := s.DNS.LookupSRV(ctx, service, proto, name)
 	rand.Shuffle(len(recs), func(i, j int) { recs[i], recs[j] = recs[j], recs[i] })
 	return cname, recs, err
-}
-
-// BenchmarkHandlerReject drives an app's handler when no upstream can take the request: the default
-// OnReject with both headers, which allocates nothing.
-func BenchmarkHandlerReject(b *testing.B) {
-	p := NewPicker(Config{
-		Servers:        []string{"10.0.0.9:80"},
-		HealthInterval: 10 * time.Millisecond,
-		Dial:           refuse,
-		Registerer:     prometheus.NewRegistry(),
-	})
-	defer func() { _ = p.Close() }()
-	for deadline := time.Now().Add(10 * time.Second); !allUnhealthy(p); time.Sleep(time.Millisecond) {
-		if time.Now().After(deadline) {
-			b.Fatal("the upstream did not become unhealthy")
-		}
-	}
-	app := fiber.New()
-	app.Use(p.Handler())
-	serveLoop(b, app.Handler())
-}
-
-// BenchmarkPassThrough is the floor of any middleware, run beside BenchmarkHandlerReject: a middleware that
-// only calls Next, in front of the default OnReject as the app's handler, so it writes the same answer but for
-// the two headers.
-func BenchmarkPassThrough(b *testing.B) {
-	app := fiber.New()
-	app.Use(func(c *fiber.Ctx) error { return c.Next() })
-	app.Use(ConfigDefault.OnReject)
-	serveLoop(b, app.Handler())
-}
-
-// serveLoop drives h with one GET / on a RequestCtx of its own, as a server would, and checks for a 503.
-func serveLoop(b *testing.B, h fasthttp.RequestHandler) {
-	var c fasthttp.RequestCtx
-	c.Request.Header.SetMethod(fiber.MethodGet)
-	c.Request.SetRequestURI("/")
-	b.ReportAllocs()
-	for b.Loop() {
-		h(&c)
-		if c.Response.StatusCode() != fiber.StatusServiceUnavailable {
-			b.Fatalf("status %d", c.Response.StatusCode())
-		}
-		c.Response.Reset()
-	}
 }

@@ -20,7 +20,7 @@ const (
 	every         = time.Second // the discovery interval of these tests
 )
 
-// TestDiscoverAddRemoveReAdd: New waits for the first answer; an added address takes traffic after the next
+// TestDiscoverAddRemoveReAdd: NewEngine waits for the first answer; an added address takes traffic after the next
 // resolution; a removed one drains after three answers without it, its request in flight finishing; listed
 // again it stops draining with its state; removed again it is forgotten once drained.
 func TestDiscoverAddRemoveReAdd(t *testing.T) {
@@ -40,7 +40,7 @@ func TestDiscoverAddRemoveReAdd(t *testing.T) {
 		cfg.Timeout = time.Minute // the held request outlives two drains
 		p := picker(n, cfg)
 		if got := servers(p); !slices.Equal(got, []string{up1, up2}) {
-			t.Fatalf("upstreams right after New %v, want both addresses of the first answer", got)
+			t.Fatalf("upstreams right after NewEngine %v, want both addresses of the first answer", got)
 		}
 		app := lbApp(p)
 		eventually(t, "measured", func() bool { return allSampled(p) })
@@ -204,8 +204,8 @@ func TestDiscoverEmptyAnswerKeepsTheSet(t *testing.T) {
 		var logs logBook
 		reg := prometheus.NewRegistry()
 		cfg := dnsConfig(dns, nil, DNS(apiTarget, every))
-		cfg.Registerer, cfg.Warnf = reg, logs.warnf
-		p := picker(n, cfg)
+		cfg.Registerer = reg
+		p := pickerWith(n, cfg, &logs, nil)
 		start := time.Now()
 		eventually(t, "measured", func() bool { return allSampled(p) })
 		midInterval(t, start, every)
@@ -285,11 +285,11 @@ func TestDiscoverErrorsKeepTheLastGoodSet(t *testing.T) {
 		var logs logBook
 		reg := prometheus.NewRegistry()
 		cfg := dnsConfig(dns, nil, DNS(apiTarget, every))
-		cfg.Registerer, cfg.Warnf = reg, logs.warnf
-		p := picker(n, cfg)
+		cfg.Registerer = reg
+		p := pickerWith(n, cfg, &logs, nil)
 		start := time.Now()
 		if d := discovery(p, apiTarget); d.ResolvedAt == nil || !d.ResolvedAt.Equal(start) || d.LastErrorAt != nil || d.LastError != "" {
-			t.Fatalf("discovery %+v after New, want resolved and no error", d)
+			t.Fatalf("discovery %+v after NewEngine, want resolved and no error", d)
 		}
 		app := lbApp(p)
 		midInterval(t, start, every)
@@ -318,7 +318,7 @@ func TestDiscoverErrorsKeepTheLastGoodSet(t *testing.T) {
 			t.Fatalf("resolutions_total{result=error} %v, want %d", got, 2*removeAfter+1)
 		}
 		if got := resolutions(t, reg, apiTarget, "ok"); got != 1 {
-			t.Fatalf("resolutions_total{result=ok} %v, want 1 (New's)", got)
+			t.Fatalf("resolutions_total{result=ok} %v, want 1 (NewEngine's)", got)
 		}
 		if lines := logs.with("i/o timeout; keeping 2 addresses"); len(lines) != 1 {
 			t.Fatalf("logged %q, want the timeouts once", lines)
@@ -398,7 +398,7 @@ func TestDiscoverOnDemandWhenAllAreDown(t *testing.T) {
 		eventually(t, "measured", func() bool { return allSampled(p) })
 		step(2 * onDemandGap)
 		if got := dns.Lookups("api.test"); got != 1 {
-			t.Fatalf("%d lookups, want New's only", got)
+			t.Fatalf("%d lookups, want NewEngine's only", got)
 		}
 
 		// The one upstream dies and its replacement is in DNS: found as soon as the picker sees nothing left.

@@ -82,7 +82,7 @@ func TestDiscoverMixesStaticServersAndTwoNames(t *testing.T) {
 			t.Fatalf("%d discovered series, want 2", got)
 		}
 		if got := resolutions(t, reg, webTarget, "ok"); got != 1 {
-			t.Fatalf("SRV resolutions %v, want New's", got)
+			t.Fatalf("SRV resolutions %v, want NewEngine's", got)
 		}
 
 		// The static part replaced: addrA stays, now as a discovered address.
@@ -149,7 +149,7 @@ func TestDiscoverSRVTargetFailure(t *testing.T) {
 	})
 }
 
-// TestDiscoverFirstAnswerIsBounded: New waits for the first answers at most half the interval; a name that
+// TestDiscoverFirstAnswerIsBounded: NewEngine waits for the first answers at most half the interval; a name that
 // did not answer is resolved again at its interval, and at once when nothing is pickable.
 func TestDiscoverFirstAnswerIsBounded(t *testing.T) {
 	bubble(t, func(t *testing.T, n *memnet.Net) {
@@ -168,11 +168,11 @@ func TestDiscoverFirstAnswerIsBounded(t *testing.T) {
 		if _, ok := p.Pick(); ok {
 			t.Fatal("picked with no upstream")
 		}
-		// Nothing pickable: the next resolution comes onDemandGap after New's, not an interval.
+		// Nothing pickable: the next resolution comes onDemandGap after NewEngine's, not an interval.
 		dns.SetHost("api.test", ip1)
 		step(onDemandGap)
 		if got := servers(p); !slices.Equal(got, []string{up1}) {
-			t.Fatalf("upstreams %v one gap after New, want the address found on demand", got)
+			t.Fatalf("upstreams %v one gap after NewEngine, want the address found on demand", got)
 		}
 	})
 }
@@ -190,7 +190,7 @@ func TestDiscoverStopsWithCloseAndContext(t *testing.T) {
 				defer cancel()
 				cfg := dnsConfig(slowCancel{dns}, []string{addrA}, DNS(apiTarget, every), DNSSRV(webTarget, "http", every))
 				cfg.Dial, cfg.Context = n.Dial, ctx
-				p := newPicker(cfg)
+				p := newEngine(cfg)
 				step(3 * every)
 				dns.Hang("api.test") // the next lookup is in flight when the picker stops
 				step(every)
@@ -205,7 +205,7 @@ func TestDiscoverStopsWithCloseAndContext(t *testing.T) {
 						t.Fatalf("Close took %v, want it to wait %v for the lookup in flight", d, cancelDelay)
 					}
 					// Close waited for its goroutines: none is left the moment it returns.
-					if stacks := goroutines(); strings.Contains(stacks, "core.(*Picker).discover(") {
+					if stacks := goroutines(); strings.Contains(stacks, "core.(*Engine).discover(") {
 						t.Fatalf("a discovery goroutine outlived Close:\n%s", stacks)
 					}
 				} else {

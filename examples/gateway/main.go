@@ -16,11 +16,10 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"os"
-	"os/signal"
 	"strings"
-	"syscall"
 	"time"
+
+	"github.com/fiberguard/fiberguard/examples/internal/demo"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
@@ -192,14 +191,7 @@ func featureError(name string, err error) error {
 	return fmt.Errorf("%s: %w", name, err)
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Getenv, log.Default())
-	stop()
-	if err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { demo.Main(run) }
 
 // run builds the gateway and serves it on FIBERGUARD_ADDR until ctx ends. It announces the address only once
 // it listens, and returns the error when it cannot.

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/fiberguard/fiberguard/examples/internal/demo"
+
 	"github.com/fiberguard/fiberguard/upstreampick"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/proxy"
@@ -59,7 +61,7 @@ func setupUpstreampick(app *fiber.App, e env) (func() any, func(), error) {
 	} else {
 		idle = 100 * time.Millisecond
 		for _, name := range []string{"site-a", "site-b", "site-c"} {
-			addr, shutdown, err := startDemoUpstream(name)
+			addr, shutdown, err := demo.Upstream(name, "")
 			if err != nil {
 				stop()
 				return nil, nil, err
@@ -197,32 +199,4 @@ func upstreampickMode(s string) (upstreampick.Mode, error) {
 		return upstreampick.ModeLatency, nil
 	}
 	return 0, errors.New("FIBERGUARD_UPSTREAMPICK_MODE must be latency, least-pending or random")
-}
-
-// startDemoUpstream serves "<name> <method> <path>" on a random 127.0.0.1 port.
-func startDemoUpstream(name string) (addr string, shutdown func(), err error) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &fasthttp.Server{
-		Handler: func(c *fasthttp.RequestCtx) {
-			c.SetContentType("text/plain; charset=utf-8")
-			fmt.Fprintf(c, "%s %s %s\n", name, c.Method(), c.Path())
-		},
-		MaxIdleWorkerDuration: 100 * time.Millisecond,
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	return ln.Addr().String(), func() {
-		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.ShutdownWithContext(ctx)
-		// A shutdown before Serve has taken ln finds nothing to stop; closing ln ends Serve either way.
-		_ = ln.Close()
-		<-served
-	}, nil
 }

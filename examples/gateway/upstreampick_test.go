@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/examples/internal/demo"
+
 	"github.com/fiberguard/fiberguard/upstreampick"
 	"github.com/prometheus/client_golang/prometheus"
 )
@@ -155,7 +157,7 @@ func TestUpstreampickConfigErrors(t *testing.T) {
 func TestDemoUpstreamShutdownStopsItAtOnce(t *testing.T) {
 	// Shut down right after the start, before its Serve goroutine may have run: it must not go on serving.
 	for range 20 {
-		addr, shutdown, err := startDemoUpstream("site")
+		addr, shutdown, err := demo.Upstream("site", "")
 		if err != nil {
 			t.Fatal(err)
 		}

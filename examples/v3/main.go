@@ -17,13 +17,11 @@ import (
 	"fmt"
 	"log"
 	"net"
-	"os"
-	"os/signal"
 	"strconv"
-	"strings"
 	"sync/atomic"
-	"syscall"
 	"time"
+
+	"github.com/fiberguard/fiberguard/examples/internal/demo"
 
 	"github.com/fiberguard/fiberguard/v3/loadshed"
 	"github.com/fiberguard/fiberguard/v3/rebalance"
@@ -100,7 +98,7 @@ func newApp(getenv func(string) string) (*app, error) {
 	// upstreampick: /proxy/* through v3's proxy.Balancer to the nearest healthy upstream.
 	var servers []string
 	for _, name := range []string{"site-a", "site-b"} {
-		addr, stop, err := startUpstream(name)
+		addr, stop, err := demo.Upstream(name, "/proxy")
 		if err != nil {
 			a.close()
 			return nil, err
@@ -134,14 +132,7 @@ func newApp(getenv func(string) string) (*app, error) {
 	return a, nil
 }
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	err := run(ctx, os.Getenv, log.Default())
-	stop()
-	if err != nil {
-		log.Fatal(err)
-	}
-}
+func main() { demo.Main(run) }
 
 // run serves the app on FIBERGUARD_ADDR until ctx ends.
 func run(ctx context.Context, getenv func(string) string, logger *log.Logger) error {
@@ -164,30 +155,6 @@ func run(ctx context.Context, getenv func(string) string, logger *log.Logger) er
 		_ = a.fiber.ShutdownWithTimeout(5 * time.Second)
 	}()
 	return a.fiber.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
-}
-
-// startUpstream serves "<name> <path>" on a random 127.0.0.1 port.
-func startUpstream(name string) (string, func(), error) {
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		return "", nil, err
-	}
-	srv := &fasthttp.Server{
-		Handler: func(c *fasthttp.RequestCtx) {
-			fmt.Fprintf(c, "%s %s\n", name, strings.TrimPrefix(string(c.Path()), "/proxy"))
-		},
-		MaxIdleWorkerDuration: 100 * time.Millisecond,
-	}
-	served := make(chan struct{})
-	go func() {
-		defer close(served)
-		_ = srv.Serve(ln)
-	}()
-	return ln.Addr().String(), func() {
-		_ = srv.Shutdown()
-		_ = ln.Close()
-		<-served
-	}, nil
 }
 
 // burn hashes for about d of wall time: the example's stand-in for CPU-bound work.

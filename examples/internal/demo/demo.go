@@ -1,0 +1,60 @@
+// Package demo holds what the example apps share: running until the process is told to stop, and the local
+// upstream servers they proxy to.
+package demo
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Main runs run with the process's environment and log until SIGINT or SIGTERM ends its context, and exits
+// non-zero with run's error.
+func Main(run func(ctx context.Context, getenv func(string) string, logger *log.Logger) error) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	err := run(ctx, os.Getenv, log.Default())
+	stop()
+	if err != nil {
+		log.Fatal(err)
+	}
+}
+
+// Upstream serves "<name> <method> <path>" on a random 127.0.0.1 port, the path with prefix trimmed. shutdown
+// stops it and waits until it has.
+func Upstream(name, prefix string) (addr string, shutdown func(), err error) {
+	ln, err := net.Listen("tcp4", "127.0.0.1:0")
+	if err != nil {
+		return "", nil, err
+	}
+	srv := &fasthttp.Server{
+		Handler: func(c *fasthttp.RequestCtx) {
+			c.SetContentType("text/plain; charset=utf-8")
+			path := string(c.Path())
+			if len(path) >= len(prefix) && path[:len(prefix)] == prefix {
+				path = path[len(prefix):]
+			}
+			fmt.Fprintf(c, "%s %s %s\n", name, c.Method(), path)
+		},
+		MaxIdleWorkerDuration: 100 * time.Millisecond,
+	}
+	served := make(chan struct{})
+	go func() {
+		defer close(served)
+		_ = srv.Serve(ln)
+	}()
+	return ln.Addr().String(), func() {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		_ = srv.ShutdownWithContext(ctx)
+		// A shutdown before Serve has taken ln finds nothing to stop; closing ln ends Serve either way.
+		_ = ln.Close()
+		<-served
+	}, nil
+}

@@ -15,7 +15,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"log"
-	"net"
 	"strings"
 	"time"
 
@@ -204,14 +203,9 @@ func run(ctx context.Context, getenv func(string) string, logger *log.Logger) er
 	}
 	defer g.close()
 
-	addr := getenv("FIBERGUARD_ADDR")
-	if addr == "" {
-		addr = defaultAddr
-	}
-	ln, err := net.Listen(g.app.Config().Network, addr)
+	ln, err := demo.Listen(getenv, g.app.Config().Network, defaultAddr)
 	if err != nil {
-		return fmt.Errorf("gateway: %w (FIBERGUARD_ADDR must be a free host:port of this machine, IPv4 or IPv6: "+
-			"127.0.0.1:8080, [::1]:8080, :8080 for every address)", err)
+		return fmt.Errorf("gateway: %w", err)
 	}
 	logger.Printf("fiberguard gateway on http://%s (live page on /, JSON on /status, Prometheus on /metrics)", ln.Addr())
 

@@ -16,7 +16,6 @@ import (
 	"errors"
 	"fmt"
 	"log"
-	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
@@ -141,13 +140,9 @@ func run(ctx context.Context, getenv func(string) string, logger *log.Logger) er
 		return err
 	}
 	defer a.close()
-	addr := getenv("FIBERGUARD_ADDR")
-	if addr == "" {
-		addr = defaultAddr
-	}
-	ln, err := net.Listen("tcp4", addr)
+	ln, err := demo.Listen(getenv, "tcp4", defaultAddr)
 	if err != nil {
-		return fmt.Errorf("v3 example: %w (set FIBERGUARD_ADDR to a free host:port)", err)
+		return fmt.Errorf("v3 example: %w", err)
 	}
 	logger.Printf("fiberguard v3 example on http://%s (GET /work, /proxy/*, /status, /metrics)", ln.Addr())
 	go func() {

@@ -7,8 +7,6 @@ replace github.com/fiberguard/fiberguard/upstreampick/core => ../../upstreampick
 require (
 	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0
 	github.com/gofiber/fiber/v3 v3.1.0
-	github.com/prometheus/client_golang v1.25.0
-	github.com/valyala/fasthttp v1.78.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -24,11 +22,13 @@ require (
 	github.com/molecule-man/go-brrr v1.3.1 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect
 	github.com/tinylib/msgp v1.6.3 // indirect
 	github.com/valyala/bytebufferpool v1.0.0 // indirect
+	github.com/valyala/fasthttp v1.78.0 // indirect
 	golang.org/x/crypto v0.58.0 // indirect
 	golang.org/x/net v0.62.0 // indirect
 	golang.org/x/sys v0.49.0 // indirect

@@ -58,3 +58,18 @@ func Upstream(name, prefix string) (addr string, shutdown func(), err error) {
 		<-served
 	}, nil
 }
+
+// Listen listens on FIBERGUARD_ADDR (def when it is unset) over network ("tcp", "tcp4" ...), and says which
+// addresses it takes when that fails.
+func Listen(getenv func(string) string, network, def string) (net.Listener, error) {
+	addr := getenv("FIBERGUARD_ADDR")
+	if addr == "" {
+		addr = def
+	}
+	ln, err := net.Listen(network, addr)
+	if err != nil {
+		return nil, fmt.Errorf("%w (FIBERGUARD_ADDR must be a free host:port of this machine, IPv4 or IPv6: "+
+			"127.0.0.1:8080, [::1]:8080, :8080 for every address)", err)
+	}
+	return ln, nil
+}

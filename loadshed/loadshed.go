@@ -44,9 +44,9 @@ import (
 type Config = core.Config[*fiber.Ctx, fiber.Handler]
 
 // ConfigDefault is the default config. Its OnReject answers 503 with a short text body naming the module.
-var ConfigDefault = core.Defaults[*fiber.Ctx](fiber.Handler(func(c *fiber.Ctx) error {
+var ConfigDefault = core.Defaults[*fiber.Ctx, fiber.Handler](func(c *fiber.Ctx) error {
 	return c.Status(fiber.StatusServiceUnavailable).SendString("loadshed: overloaded, retry later\n")
-}))
+})
 
 // Shedder owns a background sampler of the load and the middleware that rejects by it: Handler, Status and
 // Close. Create it with NewShedder.

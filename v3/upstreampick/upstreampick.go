@@ -21,13 +21,36 @@ import (
 	"github.com/gofiber/fiber/v3/log"
 )
 
-// Config defines the config for the middleware.
+// Config defines the config for the middleware: the core's Config (core.Config, where each field is documented
+// in full) with this Fiber version's types. A zero field takes its default, from ConfigDefault; an invalid one
+// makes New panic, naming the field. The fields and their defaults:
+//
+//   - Next func(c fiber.Ctx) bool: nil
+//   - Servers []string: none: required, unless Discover names at least one name.
+//   - Discover []Discovery: nil (Servers only)
+//   - Mode Mode: ModeLatency
+//   - HealthInterval time.Duration: 1 * time.Second
+//   - HealthTimeout time.Duration: HealthInterval / 2
+//   - DrainTimeout time.Duration: 30 * time.Second
+//   - Timeout time.Duration: fasthttp.DefaultLBClientTimeout (1 * time.Second)
+//   - Retries int: 2
+//   - ConfigureClient func(server string, c *fasthttp.HostClient): nil
+//   - Resolver Resolver: nil (net.DefaultResolver)
+//   - LookupHost func(ctx context.Context, host string) (addrs []string, err error): nil
+//     (net.DefaultResolver.LookupHost)
+//   - Dial func(ctx context.Context, addr string) (net.Conn, error): nil (a net.Dialer over TCP)
+//   - OnReject fiber.Handler: 503 with the body "upstreampick: no upstream available\n" (the adapter's ConfigDefault)
+//   - RetryAfter time.Duration: time.Second
+//   - Name string: "default"
+//   - Registerer prometheus.Registerer: nil (prometheus.DefaultRegisterer)
+//   - DisableMetrics bool: false
+//   - Context context.Context: nil (runs until Close)
 type Config = core.Config[fiber.Ctx, fiber.Handler]
 
 // ConfigDefault is the default config. Servers and Discover have no default.
-var ConfigDefault = core.Defaults[fiber.Ctx](fiber.Handler(func(c fiber.Ctx) error {
+var ConfigDefault = core.Defaults[fiber.Ctx, fiber.Handler](func(c fiber.Ctx) error {
 	return c.Status(fiber.StatusServiceUnavailable).SendString("upstreampick: no upstream available\n")
-}))
+})
 
 // Picker chooses an upstream for each request and keeps the upstreams' latency, health and drain state (see
 // core.Picker for its methods). Create it with NewPicker and stop it with Close (or Config.Context).

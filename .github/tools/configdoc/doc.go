@@ -57,7 +57,11 @@ func CoreFields(dir string) ([]Field, []string, error) {
 	return nil, nil, fmt.Errorf("%s: no generic type Config", filepath.Clean(dir))
 }
 
-var defaultRe = regexp.MustCompile(`(?s)Default:\s*(.*)$`)
+// A field's doc ends with its default ("Optional. Default: X"), or says it is required ("Required, unless Y").
+var (
+	defaultRe  = regexp.MustCompile(`(?s)Default:\s*(.*)$`)
+	requiredRe = regexp.MustCompile(`(?ms)^(Required.*)$`)
+)
 
 func structFields(fset *token.FileSet, st *ast.StructType) ([]Field, error) {
 	var fields []Field
@@ -69,10 +73,15 @@ func structFields(fset *token.FileSet, st *ast.StructType) ([]Field, error) {
 		def, doc := "", f.Doc.Text()
 		if m := defaultRe.FindStringSubmatch(doc); m != nil {
 			def = strings.Join(strings.Fields(m[1]), " ")
+		} else if m := requiredRe.FindStringSubmatch(doc); m != nil {
+			def = "none: " + strings.ToLower(m[1][:1]) + strings.Join(strings.Fields(m[1][1:]), " ")
 		}
 		for _, n := range f.Names {
+			if !n.IsExported() {
+				continue // not the user's: set by the core
+			}
 			if def == "" {
-				return nil, fmt.Errorf("Config.%s: its doc says no \"Default: ...\"", n.Name)
+				return nil, fmt.Errorf("Config.%s: its doc says neither \"Default: ...\" nor \"Required ...\"", n.Name)
 			}
 			fields = append(fields, Field{Name: n.Name, Type: typ.String(), Default: def, Summary: firstSentence(doc)})
 		}

@@ -68,7 +68,7 @@ func New(config ...Config) fiber.Handler {
 //
 // NewRebalancer panics when the config is invalid, naming the field.
 func NewRebalancer(config ...Config) *Rebalancer {
-	return core.NewRebalancer[*fiber.Ctx, fiber.Handler](ConfigDefault, fiberV2, fiberLogger{}, config...)
+	return core.NewRebalancer[*fiber.Ctx, fiber.Handler](ConfigDefault, fiberV2, fiberLog{}, config...)
 }
 
 // fiberV2 is how Fiber v2 reaches fasthttp and stops the loop with the app.
@@ -78,11 +78,11 @@ var fiberV2 = core.Framework[*fiber.Ctx, *fiber.App]{
 	OnShutdown: func(app *fiber.App, close func() error) { app.Hooks().OnShutdown(close) },
 }
 
-// fiberLogger writes the core's log lines through Fiber's log, so that the application's log settings apply.
-type fiberLogger struct{}
+// fiberLog writes the core's log lines through Fiber's log, so that the application's log settings apply.
+type fiberLog struct{}
 
-func (fiberLogger) Infof(format string, v ...any) { log.Infof(format, v...) }
-func (fiberLogger) Warnf(format string, v ...any) { log.Warnf(format, v...) }
+func (fiberLog) Infof(format string, v ...any) { log.Infof(format, v...) }
+func (fiberLog) Warnf(format string, v ...any) { log.Warnf(format, v...) }
 
 // The core's names, re-exported; github.com/fiberguard/fiberguard/rebalance/core documents each.
 type (

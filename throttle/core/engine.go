@@ -70,7 +70,7 @@ func NewEngine[C, H any](cfg Config[C, H], lg Logger) *Engine {
 	}
 	e := &Engine{
 		window:     NewWindow(cfg.WindowMin, cfg.WindowMax),
-		retryAfter: retryAfterValue(cfg.RetryAfter),
+		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		rejectedBy: []byte("throttle/" + cfg.Name),
 		name:       cfg.Name,
 	}

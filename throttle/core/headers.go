@@ -19,9 +19,9 @@ func (e *Engine) RetryAfter() []byte { return e.retryAfter }
 // shared: do not modify it.
 func (e *Engine) RejectedBy() []byte { return e.rejectedBy }
 
-// retryAfterValue is the Retry-After value for d: whole seconds rounded up, at least 1; nil (no header) when d is
+// retryAfterHeader is the Retry-After value for d: whole seconds rounded up, at least 1; nil (no header) when d is
 // negative.
-func retryAfterValue(d time.Duration) []byte {
+func retryAfterHeader(d time.Duration) []byte {
 	if d < 0 {
 		return nil
 	}

@@ -19,8 +19,11 @@ func retryAfterHeader(d time.Duration) []byte {
 	if d < 0 {
 		return nil
 	}
-	secs := max(1, (d+time.Second-1)/time.Second)
-	return strconv.AppendInt(nil, int64(secs), 10)
+	secs := int64(d / time.Second)
+	if d%time.Second != 0 || secs == 0 {
+		secs++ // no overflow: d/time.Second is far below the largest int64
+	}
+	return strconv.AppendInt(nil, secs, 10)
 }
 
 // SetRejectHeaders prepares the answer to a request no upstream can take, before Picker.Reject calls OnReject:

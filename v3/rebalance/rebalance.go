@@ -71,7 +71,7 @@ func New(config ...Config) fiber.Handler {
 //
 // NewRebalancer panics when the config is invalid, naming the field.
 func NewRebalancer(config ...Config) *Rebalancer {
-	return core.NewRebalancer[fiber.Ctx, fiber.Handler](ConfigDefault, fiberV3, fiberLogger{}, config...)
+	return core.NewRebalancer[fiber.Ctx, fiber.Handler](ConfigDefault, fiberV3, fiberLog{}, config...)
 }
 
 // fiberV3 is how Fiber v3 reaches fasthttp and stops the loop with the app: after the server has shut down, as
@@ -84,11 +84,11 @@ var fiberV3 = core.Framework[fiber.Ctx, *fiber.App]{
 	},
 }
 
-// fiberLogger writes the core's log lines through Fiber's log, so that the application's log settings apply.
-type fiberLogger struct{}
+// fiberLog writes the core's log lines through Fiber's log, so that the application's log settings apply.
+type fiberLog struct{}
 
-func (fiberLogger) Infof(format string, v ...any) { log.Infof(format, v...) }
-func (fiberLogger) Warnf(format string, v ...any) { log.Warnf(format, v...) }
+func (fiberLog) Infof(format string, v ...any) { log.Infof(format, v...) }
+func (fiberLog) Warnf(format string, v ...any) { log.Warnf(format, v...) }
 
 // The core's names, re-exported; github.com/fiberguard/fiberguard/rebalance/core documents each.
 type (

@@ -16,12 +16,6 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 )
 
-// The response headers of a rejection.
-const (
-	HeaderRetryAfter = "Retry-After"
-	HeaderRejectedBy = "Fiberguard-Rejected-By"
-)
-
 // Engine owns a background sampler of the load and decides each request by it. Create it with NewEngine and
 // stop it with Close.
 type Engine struct {

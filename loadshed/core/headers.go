@@ -5,6 +5,12 @@ import (
 	"time"
 )
 
+// The response headers of a rejection.
+const (
+	HeaderRetryAfter = "Retry-After"
+	HeaderRejectedBy = "Fiberguard-Rejected-By"
+)
+
 // RetryAfter is the value of the Retry-After header of a rejection, or nil when none is sent. The slice is
 // shared: do not modify it.
 func (e *Engine) RetryAfter() []byte { return e.retryAfter }

@@ -64,11 +64,16 @@ func NewThrottler(config ...Config) *Throttler {
 
 // The core's public names users need, re-exported; their documentation is the core's.
 type (
-	Trigger       = core.Trigger       // a backpressure signal: a PromQL query or a func that fires or not
-	FailMode      = core.FailMode      // the state of a trigger failing for Config.Staleness
-	TriggerState  = core.TriggerState  // a trigger's effective state after an evaluation
-	Status        = core.Status        // a point-in-time view of a Throttler, JSON keys in snake_case
-	TriggerStatus = core.TriggerStatus // a trigger's state in a Status
+	// Trigger is a backpressure signal: a PromQL query or a func that fires or not.
+	Trigger = core.Trigger
+	// FailMode is the state of a trigger failing for Config.Staleness.
+	FailMode = core.FailMode
+	// TriggerState is a trigger's effective state after an evaluation.
+	TriggerState = core.TriggerState
+	// Status is a point-in-time view of a Throttler, JSON keys in snake_case.
+	Status = core.Status
+	// TriggerStatus is a trigger's state in a Status.
+	TriggerStatus = core.TriggerStatus
 )
 
 // The fail modes, and the largest window.

@@ -79,7 +79,7 @@ func (a appV2) Use(h fiberv2.Handler)                          { a.App.Use(h) }
 func (a appV2) Get(path string, h fiberv2.Handler)             { a.App.Get(path, h) }
 func (a appV2) All(path string, h fiberv2.Handler)             { a.App.All(path, h) }
 func (a appV2) Test(req *http.Request) (*http.Response, error) { return a.App.Test(req, -1) }
-func (a appV2) Serve(ln net.Listener) error                    { return a.App.Listener(ln) }
+func (a appV2) Serve(ln net.Listener) error                    { return a.Listener(ln) }
 func (a appV2) Fiber() any                                     { return a.App }
 
 var v3 = version[fiberv3.Ctx, fiberv3.Handler]{
@@ -108,7 +108,7 @@ func (a appV3) Test(req *http.Request) (*http.Response, error) {
 	return a.App.Test(req, fiberv3.TestConfig{Timeout: 0})
 }
 func (a appV3) Serve(ln net.Listener) error {
-	return a.App.Listener(ln, fiberv3.ListenConfig{DisableStartupMessage: true})
+	return a.Listener(ln, fiberv3.ListenConfig{DisableStartupMessage: true})
 }
 func (a appV3) Fiber() any { return a.App }
 

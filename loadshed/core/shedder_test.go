@@ -60,7 +60,7 @@ func TestShedderAdmitsSkipsAndRejects(t *testing.T) {
 	load.Set(1)
 	s.engine.Sample()
 	c = &fakeCtx{path: "/"}
-	if err := h(c); err != errRejected || c.nexted {
+	if err := h(c); !errors.Is(err, errRejected) || c.nexted {
 		t.Fatalf("rejected: err %v, next %v; want the default OnReject's error and no next", err, c.nexted)
 	}
 	if _, ok := c.headers[HeaderRetryAfter]; ok || c.headers[HeaderRejectedBy] != "loadshed/api" {
@@ -84,7 +84,7 @@ func TestShedderDefaultsAndValidation(t *testing.T) {
 	}(), nil)
 	defer s.Close()
 	c := &fakeCtx{}
-	if err := s.Handler()(c); err != errRejected || c.headers[HeaderRetryAfter] != "1" ||
+	if err := s.Handler()(c); !errors.Is(err, errRejected) || c.headers[HeaderRetryAfter] != "1" ||
 		c.headers[HeaderRejectedBy] != "loadshed/default" {
 		t.Fatalf("defaults: err %v, headers %v", err, c.headers)
 	}

@@ -26,8 +26,8 @@ type Framework[C any, A any] struct {
 	RequestCtx func(c C) *fasthttp.RequestCtx
 	// App returns the app serving c.
 	App func(c C) A
-	// OnShutdown makes app call close when it shuts down.
-	OnShutdown func(app A, close func() error)
+	// OnShutdown makes app call stop when it shuts down.
+	OnShutdown func(app A, stop func() error)
 }
 
 // Rebalancer owns the background loop that compares this node with the cluster, and the handler that spends the

@@ -41,7 +41,7 @@ type fakeHandler func(*fakeCtx) error
 var fakeFramework = Framework[*fakeCtx, *fakeApp]{
 	RequestCtx: func(c *fakeCtx) *fasthttp.RequestCtx { return c.rc },
 	App:        func(c *fakeCtx) *fakeApp { return c.app },
-	OnShutdown: func(app *fakeApp, close func() error) { app.shutdown = append(app.shutdown, close) },
+	OnShutdown: func(app *fakeApp, stop func() error) { app.shutdown = append(app.shutdown, stop) },
 }
 
 // fakeConfig is testConfig for the fake framework: a node with 60 connections in a cluster averaging 40, which

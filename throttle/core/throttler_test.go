@@ -63,7 +63,7 @@ func TestThrottlerAdmitsIntoTheWindow(t *testing.T) {
 	if err := h(outer); err != nil || outer.nexts != 1 || len(outer.headers) != 0 {
 		t.Fatalf("admitted: err %v, %d calls of Next, headers %v; want nil, 1, none", err, outer.nexts, outer.headers)
 	}
-	if innerErr != errRejected || inner.nexts != 0 {
+	if !errors.Is(innerErr, errRejected) || inner.nexts != 0 {
 		t.Fatalf("beyond the window: err %v, %d calls of Next; want OnReject's error and none", innerErr, inner.nexts)
 	}
 	if inner.headers[HeaderRetryAfter] != "1" || inner.headers[HeaderRejectedBy] != "throttle/default" {
@@ -139,7 +139,7 @@ func TestThrottlerReleasesOnPanicAndError(t *testing.T) {
 		_ = h(&fakeCtx{next: func() error { panic("handler bug") }})
 	}()
 	failed := errors.New("handler error")
-	if err := h(&fakeCtx{next: func() error { return failed }}); err != failed {
+	if err := h(&fakeCtx{next: func() error { return failed }}); !errors.Is(err, failed) {
 		t.Fatalf("error %v, want the chain's", err)
 	}
 	if s := th.Status(); s.InFlight != 0 || s.Admitted != 2 {

@@ -87,10 +87,10 @@ func TestPickerHandler(t *testing.T) {
 
 		cfg = fakeConfig(n, slow)
 		cfg.Timeout = 50 * time.Millisecond
-		if _, err := serve(newFakePicker(n, cfg).Handler(), "/"); err != errFakeTimeout {
+		if _, err := serve(newFakePicker(n, cfg).Handler(), "/"); !errors.Is(err, errFakeTimeout) {
 			t.Fatalf("slow upstream: %v, want the framework's 504", err)
 		}
-		if _, err := serve(newFakePicker(n, fakeConfig(n, hangUp)).Handler(), "/"); err != errFakeBad {
+		if _, err := serve(newFakePicker(n, fakeConfig(n, hangUp)).Handler(), "/"); !errors.Is(err, errFakeBad) {
 			t.Fatalf("hanging-up upstream: %v, want the framework's 502", err)
 		}
 
@@ -109,7 +109,7 @@ func TestPickerHandler(t *testing.T) {
 		}
 		// LBClient returns the framework's error; Reject then answers as Handler does, counting the request once.
 		c := &fakeCtx{}
-		if err := p.LBClient().Do(c.Request(), c.Response()); err != errFakeNoUpstream {
+		if err := p.LBClient().Do(c.Request(), c.Response()); !errors.Is(err, errFakeNoUpstream) {
 			t.Fatalf("LBClient: %v, want the framework's ErrNoUpstream", err)
 		}
 		saw = ""

@@ -71,20 +71,30 @@ type fiberLog struct{}
 func (fiberLog) Infof(format string, v ...any) { log.Infof(format, v...) }
 func (fiberLog) Warnf(format string, v ...any) { log.Warnf(format, v...) }
 
-// The core's public names, re-exported so that users import only this package. Their documentation is the
-// core's.
+// The core's public names users need, re-exported; their documentation is the core's.
 type (
-	Signal       = core.Signal       // a load measurement: 0 is idle, 1 is the capacity of the resource
-	SignalFunc   = core.SignalFunc   // a function as a Signal
-	CPU          = core.CPU          // the utilisation of the CPU the process may use
-	SchedLatency = core.SchedLatency // how long this process's runnable goroutines wait for a CPU
-	RunQueue     = core.RunQueue     // how many of this process's goroutines wait for a CPU, per P
-	Pressure     = core.Pressure     // Linux pressure stall information
-	Max          = core.Max          // the highest load of its signals
-	Controller   = core.Controller   // the default: the share to shed and the in-flight limit, from two signals
-	Reading      = core.Reading      // one signal's last load, in Status
-	Policy       = core.Policy       // a load to a shedding probability
-	Status       = core.Status       // a point-in-time view of a Shedder; JSON keys are snake_case
+	// Signal is a load measurement: 0 is idle, 1 is the capacity of the resource.
+	Signal = core.Signal
+	// SignalFunc adapts a function to a Signal.
+	SignalFunc = core.SignalFunc
+	// CPU is the utilisation of the CPU the process may use.
+	CPU = core.CPU
+	// SchedLatency is how long this process's runnable goroutines wait for a CPU.
+	SchedLatency = core.SchedLatency
+	// RunQueue is how many of this process's goroutines wait for a CPU, per P.
+	RunQueue = core.RunQueue
+	// Pressure is a Signal of Linux pressure stall information.
+	Pressure = core.Pressure
+	// Max is a Signal whose load is the highest of its signals'.
+	Max = core.Max
+	// Controller is the default: the share to shed and the in-flight limit, from two signals.
+	Controller = core.Controller
+	// Reading is one signal's last load, in Status.
+	Reading = core.Reading
+	// Policy maps a load to a shedding probability.
+	Policy = core.Policy
+	// Status is a point-in-time view of a Shedder; JSON keys are snake_case.
+	Status = core.Status
 )
 
 // The sources of a CPU signal's usage, and the defaults of the signals' targets.

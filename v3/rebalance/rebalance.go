@@ -79,8 +79,8 @@ func NewRebalancer(config ...Config) *Rebalancer {
 var fiberV3 = core.Framework[fiber.Ctx, *fiber.App]{
 	RequestCtx: fiber.Ctx.RequestCtx,
 	App:        fiber.Ctx.App,
-	OnShutdown: func(app *fiber.App, close func() error) {
-		app.Hooks().OnPostShutdown(func(error) error { return close() })
+	OnShutdown: func(app *fiber.App, stop func() error) {
+		app.Hooks().OnPostShutdown(func(error) error { return stop() })
 	},
 }
 
@@ -92,10 +92,14 @@ func (fiberLog) Warnf(format string, v ...any) { log.Warnf(format, v...) }
 
 // The core's names, re-exported; github.com/fiberguard/fiberguard/rebalance/core documents each.
 type (
-	Cluster       = core.Cluster       // a reading of the cluster, once per interval
-	ClusterSource = core.ClusterSource // where the readings come from, instead of Prometheus
-	Decision      = core.Decision      // what a node decided in its last interval, and why
-	Status        = core.Status        // a node's view after its last interval, ready for JSON
+	// Cluster is a reading of the cluster, once per interval.
+	Cluster = core.Cluster
+	// ClusterSource is where the readings come from, instead of Prometheus.
+	ClusterSource = core.ClusterSource
+	// Decision is what a node decided in its last interval, and why.
+	Decision = core.Decision
+	// Status is a node's view after its last interval, ready for JSON.
+	Status = core.Status
 )
 
 // The decisions a node reports in Status, and the PromQL queries of the default source.

@@ -7,7 +7,6 @@ import (
 	"go/format"
 	"go/parser"
 	"go/token"
-	"os"
 	"path/filepath"
 	"regexp"
 	"strings"
@@ -24,33 +23,37 @@ type Field struct {
 // parameters' names in order.
 func CoreFields(dir string) ([]Field, []string, error) {
 	fset := token.NewFileSet()
-	pkgs, err := parser.ParseDir(fset, dir, func(fi os.FileInfo) bool { return !strings.HasSuffix(fi.Name(), "_test.go") },
-		parser.ParseComments)
+	paths, err := filepath.Glob(filepath.Join(dir, "*.go"))
 	if err != nil {
 		return nil, nil, err
 	}
-	for _, pkg := range pkgs {
-		for _, file := range pkg.Files {
-			for _, decl := range file.Decls {
-				gd, ok := decl.(*ast.GenDecl)
-				if !ok || gd.Tok != token.TYPE {
+	for _, path := range paths {
+		if strings.HasSuffix(path, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, path, nil, parser.ParseComments)
+		if err != nil {
+			return nil, nil, err
+		}
+		for _, decl := range file.Decls {
+			gd, ok := decl.(*ast.GenDecl)
+			if !ok || gd.Tok != token.TYPE {
+				continue
+			}
+			for _, spec := range gd.Specs {
+				ts := spec.(*ast.TypeSpec)
+				st, ok := ts.Type.(*ast.StructType)
+				if ts.Name.Name != "Config" || !ok || ts.TypeParams == nil {
 					continue
 				}
-				for _, spec := range gd.Specs {
-					ts := spec.(*ast.TypeSpec)
-					st, ok := ts.Type.(*ast.StructType)
-					if ts.Name.Name != "Config" || !ok || ts.TypeParams == nil {
-						continue
+				var params []string
+				for _, p := range ts.TypeParams.List {
+					for _, n := range p.Names {
+						params = append(params, n.Name)
 					}
-					var params []string
-					for _, p := range ts.TypeParams.List {
-						for _, n := range p.Names {
-							params = append(params, n.Name)
-						}
-					}
-					fields, err := structFields(fset, st)
-					return fields, params, err
 				}
+				fields, err := structFields(fset, st)
+				return fields, params, err
 			}
 		}
 	}
@@ -81,7 +84,7 @@ func structFields(fset *token.FileSet, st *ast.StructType) ([]Field, error) {
 				continue // not the user's: set by the core
 			}
 			if def == "" {
-				return nil, fmt.Errorf("Config.%s: its doc says neither \"Default: ...\" nor \"Required ...\"", n.Name)
+				return nil, fmt.Errorf("field Config.%s: its doc says neither \"Default: ...\" nor \"Required ...\"", n.Name)
 			}
 			fields = append(fields, Field{Name: n.Name, Type: typ.String(), Default: def, Summary: firstSentence(doc)})
 		}
@@ -101,7 +104,7 @@ func Rewrite(src []byte, fields []Field, params []string) ([]byte, error) {
 	}
 	args := splitArgs(string(src[loc[4]:loc[5]]))
 	if len(args) != len(params) {
-		return nil, fmt.Errorf("Config has %d type arguments, the core's %d", len(args), len(params))
+		return nil, fmt.Errorf("the alias has %d type arguments, the core's Config %d", len(args), len(params))
 	}
 	var b strings.Builder
 	b.WriteString("// Config defines the config for the middleware: the core's Config (core.Config, where each field is documented\n")

@@ -21,7 +21,7 @@ import (
 )
 
 // Config defines the config for the middleware: the core's Config (core.Config, where each field is documented
-// in full) with this Fiber version's types. A zero field takes its default, from ConfigDefault; an invalid one
+// in full) with this framework's types. A zero field takes its default, from ConfigDefault; an invalid one
 // makes New panic, naming the field. The fields and their defaults:
 //
 //   - Next func(c *fiber.Ctx) bool: nil

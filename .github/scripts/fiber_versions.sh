@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Proves that each library module compiles only the Fiber it is for: a v3 adapter (v3/<name>) no Fiber v2
-# package, a v2 adapter (<name>) no Fiber v3 package, and a core (<name>/core) no Fiber at all. It reads the
+# Proves that each library module compiles only the framework it is for: a v3 adapter (v3/<name>) no Fiber v2
+# package, a v2 adapter (<name>) no Fiber v3 package, a core (<name>/core) no Fiber at all, and a net/http
+# adapter (nethttp/<name>) neither Fiber nor fasthttp. It reads the
 # packages each module's build and tests would compile, with the module alone (GOWORK=off), as `go get` users
 # build it.
 set -euo pipefail
@@ -17,6 +18,7 @@ while IFS= read -r m; do
 		continue
 	fi
 	case "$m" in
+	nethttp/*) forbidden='^github.com/(gofiber/|valyala/fasthttp(/|$))' what="Fiber or fasthttp" ;;
 	v3/*) forbidden='^github.com/gofiber/fiber/v2(/|$)' what="Fiber v2" ;;
 	*/core) forbidden='^github.com/gofiber/' what="any Fiber" ;;
 	*) forbidden='^github.com/gofiber/fiber/v3(/|$)' what="Fiber v3" ;;

@@ -115,19 +115,19 @@ func TestTableHasARowPerFieldWithBothVersionsTypes(t *testing.T) {
 		{Name: "Lower", Type: "float64", Default: "0.9", Summary: "Lower | upper."},
 	}
 	readme := "# x\n\n## Config\n\n" + tableBegin + "| old |\n" + tableEnd + "\nAfter.\n"
-	out, err := Table([]byte(readme), fields, []string{"C", "H"}, []string{"*fiber.Ctx", "fiber.Handler"},
-		[]string{"fiber.Ctx", "fiber.Handler"})
+	out, err := Table([]byte(readme), fields, []string{"C", "H"}, []string{"x", "v3/x", "nethttp/x"},
+		[][]string{{"*fiber.Ctx", "fiber.Handler"}, {"fiber.Ctx", "fiber.Handler"}, {"*http.Request", "http.Handler"}})
 	if err != nil {
 		t.Fatal(err)
 	}
 	want := "# x\n\n## Config\n\n" + tableBegin +
 		"| Property | Type | Description | Default |\n|---|---|---|---|\n" +
-		"| Next | `func(c *fiber.Ctx) bool` (v3: `func(c fiber.Ctx) bool`) | Next skips. | nil |\n" +
+		"| Next | `func(c *fiber.Ctx) bool` (v3: `func(c fiber.Ctx) bool`; net/http: `func(c *http.Request) bool`) | Next skips. | nil |\n" +
 		"| Lower | `float64` | Lower \\| upper. | 0.9 |\n" + tableEnd + "\nAfter.\n"
 	if string(out) != want {
 		t.Fatalf("got\n%s\nwant\n%s", out, want)
 	}
-	if _, err := Table([]byte("# x\n"), fields, nil, nil, nil); err == nil {
+	if _, err := Table([]byte("# x\n"), fields, nil, []string{"x"}, [][]string{nil}); err == nil {
 		t.Error("a README without the markers: no error")
 	}
 }

@@ -108,7 +108,7 @@ func Rewrite(src []byte, fields []Field, params []string) ([]byte, error) {
 	}
 	var b strings.Builder
 	b.WriteString("// Config defines the config for the middleware: the core's Config (core.Config, where each field is documented\n")
-	b.WriteString("// in full) with this Fiber version's types. A zero field takes its default, from ConfigDefault; an invalid one\n")
+	b.WriteString("// in full) with this framework's types. A zero field takes its default, from ConfigDefault; an invalid one\n")
 	b.WriteString("// makes New panic, naming the field. The fields and their defaults:\n//\n")
 	for _, f := range fields {
 		b.WriteString(wrap(fmt.Sprintf("%s %s: %s", f.Name, substitute(f.Type, params, args), f.Default)))
@@ -187,9 +187,10 @@ const (
 	tableEnd   = "<!-- configdoc: end -->\n"
 )
 
-// Table returns readme with the table between its markers written from fields, with the type arguments args
-// (the Fiber v2 adapter's) and the v3 adapter's in a note where they differ.
-func Table(readme []byte, fields []Field, params, args2, args3 []string) ([]byte, error) {
+// Table returns readme with the table between its markers written from fields, the types with the type
+// arguments of the first adapter (dirs[0], Fiber v2's) and, in a note where they differ, of the others (v3,
+// net/http), named after their directory's first part.
+func Table(readme []byte, fields []Field, params []string, dirs []string, args [][]string) ([]byte, error) {
 	s := string(readme)
 	i, j := strings.Index(s, tableBegin), strings.Index(s, tableEnd)
 	if i < 0 || j < i {
@@ -199,10 +200,20 @@ func Table(readme []byte, fields []Field, params, args2, args3 []string) ([]byte
 	var b strings.Builder
 	b.WriteString("| Property | Type | Description | Default |\n|---|---|---|---|\n")
 	for _, f := range fields {
-		t2, t3 := substitute(f.Type, params, args2), substitute(f.Type, params, args3)
-		typ := "`" + cell(t2) + "`"
-		if t3 != t2 {
-			typ += " (v3: `" + cell(t3) + "`)"
+		first := substitute(f.Type, params, args[0])
+		typ := "`" + cell(first) + "`"
+		var notes []string
+		for i := 1; i < len(args); i++ {
+			if other := substitute(f.Type, params, args[i]); other != first {
+				kind, _, _ := strings.Cut(filepath.ToSlash(dirs[i]), "/")
+				if kind == "nethttp" {
+					kind = "net/http"
+				}
+				notes = append(notes, kind+": `"+cell(other)+"`")
+			}
+		}
+		if len(notes) > 0 {
+			typ += " (" + strings.Join(notes, "; ") + ")"
 		}
 		fmt.Fprintf(&b, "| %s | %s | %s | %s |\n", f.Name, typ, cell(f.Summary), cell(f.Default))
 	}

@@ -56,7 +56,7 @@ func Run(repo string, check bool) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		for _, dir := range []string{m, filepath.Join("v3", m)} {
+		for _, dir := range adapterDirs(repo, m) {
 			path := filepath.Join(repo, dir, m+".go")
 			src, err := os.ReadFile(path)
 			if err != nil {
@@ -82,8 +82,9 @@ func Run(repo string, check bool) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		var args [2][]string
-		for i, dir := range []string{m, filepath.Join("v3", m)} {
+		dirs := adapterDirs(repo, m)
+		args := make([][]string, len(dirs))
+		for i, dir := range dirs {
 			src, err := os.ReadFile(filepath.Join(repo, dir, m+".go"))
 			if err != nil {
 				return nil, err
@@ -97,7 +98,7 @@ func Run(repo string, check bool) ([]string, error) {
 		if err != nil {
 			return nil, err
 		}
-		out, err := Table(readme, fields, params, args[0], args[1])
+		out, err := Table(readme, fields, params, dirs, args)
 		if err != nil {
 			return nil, fmt.Errorf("%s: %w", filepath.Join(m, "README.md"), err)
 		}
@@ -112,4 +113,13 @@ func Run(repo string, check bool) ([]string, error) {
 		}
 	}
 	return stale, nil
+}
+
+// adapterDirs are the adapters of module m: Fiber v2's, Fiber v3's and, once it exists, net/http's.
+func adapterDirs(repo, m string) []string {
+	dirs := []string{m, filepath.Join("v3", m)}
+	if _, err := os.Stat(filepath.Join(repo, "nethttp", m, m+".go")); err == nil {
+		dirs = append(dirs, filepath.Join("nethttp", m))
+	}
+	return dirs
 }

@@ -273,12 +273,14 @@ func (e *Env) App(r *Release, dir, appDir string) (err error) {
 	return nil
 }
 
-// foreignFiber lists the packages of the other Fiber version in a module's app: Fiber v2 in a v3 one, Fiber v3
-// in a v2 one, any Fiber in a core.
+// foreignFiber lists the packages of a framework a module's app must not pull: Fiber v2 in a v3 one, Fiber v3
+// in a v2 one, any Fiber in a core, any Fiber or fasthttp in a net/http adapter.
 func foreignFiber(dir, deps string) ([]string, string) {
 	var re *regexp.Regexp
 	var what string
 	switch {
+	case strings.HasPrefix(dir, "nethttp/"):
+		re, what = regexp.MustCompile(`^github\.com/(gofiber/|valyala/fasthttp(/|$))`), "Fiber or fasthttp packages (a net/http module must pull none)"
 	case strings.HasPrefix(dir, "v3/"):
 		re, what = regexp.MustCompile(`^github\.com/gofiber/fiber/v2(/|$)`), "Fiber v2 packages (a v3 module must pull none)"
 	case strings.HasSuffix(dir, "/core"):

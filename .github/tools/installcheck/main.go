@@ -148,11 +148,14 @@ func libraryDirs(r *Release) []string {
 	return dirs
 }
 
-// sortDirs orders modules as a user meets them: the adapters (v2, then v3); cores are reached through them.
+// sortDirs orders modules as a user meets them: the adapters (Fiber v2, v3, then net/http); cores are reached
+// through them.
 func sortDirs(dirs []string) {
 	key := func(d string) string {
 		switch {
 		case strings.HasSuffix(d, "/core"):
+			return "3" + d
+		case strings.HasPrefix(d, "nethttp/"):
 			return "2" + d
 		case strings.HasPrefix(d, "v3/"):
 			return "1" + d

@@ -7,6 +7,7 @@ replace github.com/fiberguard/fiberguard/rebalance/core => ../../rebalance/core
 require (
 	github.com/fiberguard/fiberguard/rebalance/core v0.0.0
 	github.com/prometheus/client_golang v1.25.0
+	go.uber.org/goleak v1.3.0
 )
 
 require (

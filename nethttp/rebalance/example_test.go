@@ -1,0 +1,118 @@
+package rebalance_test
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"time"
+
+	"github.com/fiberguard/fiberguard/nethttp/rebalance"
+)
+
+// Each node of the cluster mounts the middleware and lets Prometheus scrape its /metrics; the default query
+// averages fiberguard_rebalance_open_connections over the nodes whose scrape succeeds.
+func Example() {
+	mux := http.NewServeMux()
+	mux.HandleFunc("/", func(w http.ResponseWriter, _ *http.Request) { fmt.Fprintln(w, "hello") })
+	srv := &http.Server{Addr: ":3000"}
+	srv.Handler = rebalance.New(rebalance.Config{
+		PrometheusURL: "http://prometheus:9090",
+		App:           srv, // counts srv's connections through its ConnState; the loop stops with srv.Shutdown
+	})(mux)
+	// srv.ListenAndServe()
+}
+
+// Without the server at hand, wire the Rebalancer's ConnState into it yourself, before it serves.
+func ExampleRebalancer_ConnState() {
+	r := rebalance.NewRebalancer(rebalance.Config{
+		Cluster: func(context.Context) (rebalance.Cluster, error) {
+			return rebalance.Cluster{Average: 400, Nodes: 3}, nil
+		},
+		DisableMetrics: true,
+	})
+	defer r.Close()
+
+	ts := httptest.NewUnstartedServer(r.Handler()(http.NotFoundHandler()))
+	ts.Config.ConnState = r.ConnState
+	ts.Start()
+	defer ts.Close()
+}
+
+// A ClusterSource supplies the cluster average from anywhere; Status shows the node's view, for a status page.
+func ExampleNewRebalancer() {
+	r := rebalance.NewRebalancer(rebalance.Config{
+		// Three live nodes averaging 400 open connections; this node holds 600.
+		Cluster: func(context.Context) (rebalance.Cluster, error) {
+			return rebalance.Cluster{Average: 400, Nodes: 3}, nil
+		},
+		Connections:    func() int { return 600 },
+		DisableMetrics: true,
+	})
+	defer r.Close()
+
+	hello := http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { fmt.Fprint(w, "hello") })
+	h := r.Handler()(hello)
+
+	for r.Status().UpdatedAt == nil { // the first comparison runs at once, in the background
+		time.Sleep(time.Millisecond)
+	}
+	s := r.Status()
+	fmt.Printf("%s: balance %.2f, %d connections to hand back this second\n", s.Decision, s.Balance, s.Budget)
+
+	rec := httptest.NewRecorder()
+	h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
+	fmt.Printf("%d %s, Connection: %s\n", rec.Code, rec.Body, rec.Header().Get("Connection"))
+	// Output:
+	// shedding: balance 0.50, 2 connections to hand back this second
+	// 200 hello, Connection: close
+}
+
+// Status is JSON-ready: updated_at is null until the first interval ends.
+func ExampleRebalancer_Status() {
+	answer := make(chan struct{})
+	r := rebalance.NewRebalancer(rebalance.Config{
+		Name: "api",
+		// A source that answers once told to, so that the first Status comes before the first interval ends.
+		Cluster: func(ctx context.Context) (rebalance.Cluster, error) {
+			select {
+			case <-answer:
+			case <-ctx.Done():
+			}
+			return rebalance.Cluster{Average: 400, Nodes: 3}, nil
+		},
+		Connections:    func() int { return 420 },
+		Interval:       time.Minute,
+		DisableMetrics: true,
+	})
+	defer r.Close()
+
+	b, _ := json.Marshal(r.Status())
+	fmt.Println(string(b))
+
+	close(answer)
+	for r.Status().UpdatedAt == nil {
+		time.Sleep(time.Millisecond)
+	}
+	s := r.Status()
+	fmt.Printf("%s: %s at balance %.2f, updated %v\n", s.Name, s.Decision, s.Balance, s.UpdatedAt != nil)
+	// Output:
+	// {"name":"api","updated_at":null,"decision":"starting","connections":0,"counted":0,"average":0,"nodes":0,"balance":0,"budget":0,"shed":0,"source_errors":0}
+	// api: balanced at balance 0.05, updated true
+}
+
+// Config.Context ends the background loop with the rest of the program, without keeping the handle.
+func ExampleNew_context() {
+	ctx, stop := context.WithCancel(context.Background())
+	defer stop() // the loop ends, its metrics are unregistered
+
+	mux := http.NewServeMux()
+	srv := &http.Server{Addr: ":3000"}
+	srv.Handler = rebalance.New(rebalance.Config{
+		PrometheusURL: "http://prometheus:9090",
+		App:           srv,
+		Name:          "api", // the name label of the metrics, so a second instance can share the registry
+		Context:       ctx,
+	})(mux)
+}

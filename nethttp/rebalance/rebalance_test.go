@@ -3,6 +3,7 @@ package rebalance
 import (
 	"bytes"
 	"context"
+	"errors"
 	"io"
 	"log"
 	"net"
@@ -509,7 +510,7 @@ func TestServerShutdownStopsTheLoop(t *testing.T) {
 	if err := srv.Shutdown(context.Background()); err != nil {
 		t.Fatal(err)
 	}
-	if err := <-served; err != http.ErrServerClosed {
+	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
 		t.Fatalf("Serve = %v, want ErrServerClosed", err)
 	}
 	wait(t, func() bool { return len(gather(t, reg, "default")) == 0 })

@@ -14,6 +14,7 @@ import (
 
 	rebalancev2 "github.com/fiberguard/fiberguard/rebalance"
 	"github.com/fiberguard/fiberguard/rebalance/core"
+	"github.com/fiberguard/fiberguard/rebalance/core/fiberglue"
 	rebalancev3 "github.com/fiberguard/fiberguard/v3/rebalance"
 	fiberv2 "github.com/gofiber/fiber/v2"
 	fiberv3 "github.com/gofiber/fiber/v3"
@@ -22,9 +23,9 @@ import (
 )
 
 // rebalanceAdapter is the rebalance adapter of one Fiber version.
-type rebalanceAdapter[C core.Ctx, H ~func(C) error, A any] struct {
+type rebalanceAdapter[C fiberglue.Ctx, H ~func(C) error, A any] struct {
 	New           func(config ...core.Config[C, A]) H
-	NewRebalancer func(config ...core.Config[C, A]) *core.Rebalancer[C, H]
+	NewRebalancer func(config ...core.Config[C, A]) *fiberglue.Rebalancer[C, H]
 	ConfigDefault *core.Config[C, A]
 }
 
@@ -47,7 +48,7 @@ func TestRebalance(t *testing.T) {
 
 // rebalanceSuite proves the adapter's glue through real apps of its Fiber version; the core's tests hold the
 // decision, the loop and the handler's logic over a fake context.
-func rebalanceSuite[C core.Ctx, H ~func(C) error, A any](t *testing.T, fv version[C, H], a rebalanceAdapter[C, H, A]) {
+func rebalanceSuite[C fiberglue.Ctx, H ~func(C) error, A any](t *testing.T, fv version[C, H], a rebalanceAdapter[C, H, A]) {
 	// shedding is a config of a node with 60 connections in a cluster averaging 40, which sheds
 	// ceil(40 * 0.05) = 2 connections per interval; one interval lasts the whole test.
 	shedding := func(src core.ClusterSource) core.Config[C, A] {
@@ -68,7 +69,7 @@ func rebalanceSuite[C core.Ctx, H ~func(C) error, A any](t *testing.T, fv versio
 		return ap
 	}
 	// started waits for the first interval to end.
-	started := func(t *testing.T, r *core.Rebalancer[C, H]) {
+	started := func(t *testing.T, r *fiberglue.Rebalancer[C, H]) {
 		t.Helper()
 		rebalanceWait(t, func() bool { return r.Status().UpdatedAt != nil })
 	}
@@ -499,7 +500,7 @@ func BenchmarkRebalance(b *testing.B) {
 	b.Run("fiber-v3", func(b *testing.B) { benchmarkRebalance(b, v3, rebalanceV3) })
 }
 
-func benchmarkRebalance[C core.Ctx, H ~func(C) error, A any](b *testing.B, fv version[C, H], a rebalanceAdapter[C, H, A]) {
+func benchmarkRebalance[C fiberglue.Ctx, H ~func(C) error, A any](b *testing.B, fv version[C, H], a rebalanceAdapter[C, H, A]) {
 	run := func(b *testing.B, mw H) {
 		ap := fv.newApp()
 		if mw != nil {
@@ -533,7 +534,7 @@ func benchmarkRebalance[C core.Ctx, H ~func(C) error, A any](b *testing.B, fv ve
 // rebalanceAfterOneInterval is a Rebalancer after its first interval, whose next one is 10 minutes away: balanced, with no
 // budget, or shedding with a budget no run spends (2^40 connections against an average of 2^30 at ShedRate 1:
 // 2^30 connections).
-func rebalanceAfterOneInterval[C core.Ctx, H ~func(C) error, A any](tb testing.TB, a rebalanceAdapter[C, H, A], shedding bool) *core.Rebalancer[C, H] {
+func rebalanceAfterOneInterval[C fiberglue.Ctx, H ~func(C) error, A any](tb testing.TB, a rebalanceAdapter[C, H, A], shedding bool) *fiberglue.Rebalancer[C, H] {
 	tb.Helper()
 	local, average := 60, 60.0
 	if shedding {

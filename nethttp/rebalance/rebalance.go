@@ -31,7 +31,29 @@ import (
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
-// Config defines the config for the middleware.
+// Config defines the config for the middleware: the core's Config (core.Config, where each field is documented
+// in full) with this framework's types. A zero field takes its default, from ConfigDefault; an invalid one
+// makes New panic, naming the field. The fields and their defaults:
+//
+//   - Next func(c *http.Request) bool: nil
+//   - App *http.Server: nil
+//   - PrometheusURL string: ""
+//   - Query string: DefaultQuery
+//   - TimestampQuery string: DefaultTimestampQuery (when Query is DefaultQuery or empty)
+//   - Cluster ClusterSource: nil (query PrometheusURL)
+//   - Connections func() int: nil (the open connections of App, or of the Fiber app serving the first request)
+//   - Interval time.Duration: 1 * time.Second
+//   - Threshold float64: 0.2
+//   - Target float64: 0
+//   - ShedRate float64: 0.005
+//   - MinConnections int: 50
+//   - MaxAge time.Duration: 3 * Interval
+//   - Window time.Duration: 5 * time.Second
+//   - RoundTripper http.RoundTripper: nil (the Prometheus client's default transport)
+//   - Name string: "default"
+//   - Registerer prometheus.Registerer: nil (prometheus.DefaultRegisterer)
+//   - DisableMetrics bool: false
+//   - Context context.Context: nil (runs until Close, or until App shuts down)
 type Config = core.Config[*http.Request, *http.Server]
 
 // ConfigDefault is the default config. It has no source of the cluster average: set PrometheusURL or Cluster.

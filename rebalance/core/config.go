@@ -33,9 +33,10 @@ type Config[C any, A any] struct {
 	// Optional. Default: nil
 	Next func(c C) bool
 
-	// App is the Fiber app the middleware serves. When set, its open connections are read from the start, and the
-	// background loop stops when App shuts down. When nil, the app is learned from its first request through the
-	// middleware (the node reports 0 connections until then).
+	// App is what the middleware serves: a Fiber *fiber.App, or a net/http *http.Server. When set, its open
+	// connections are counted from the start (net/http: through its ConnState hook), and the background loop stops
+	// when App shuts down. When nil, a Fiber app is learned from its first request through the middleware (the node
+	// reports 0 connections until then); on net/http, wire the Rebalancer's ConnState or set Connections.
 	//
 	// Optional. Default: nil
 	App A
@@ -69,7 +70,7 @@ type Config[C any, A any] struct {
 
 	// Connections returns this node's open connections.
 	//
-	// Optional. Default: nil (the open connections of App's server, or of the app serving the first request)
+	// Optional. Default: nil (the open connections of App, or of the Fiber app serving the first request)
 	Connections func() int
 
 	// Interval is how often the node compares itself with the cluster and refills its shed budget, between

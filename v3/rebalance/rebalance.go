@@ -18,6 +18,7 @@ package rebalance
 
 import (
 	"github.com/fiberguard/fiberguard/rebalance/core"
+	"github.com/fiberguard/fiberguard/rebalance/core/fiberglue"
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/log"
 	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
@@ -33,7 +34,7 @@ import (
 //   - Query string: DefaultQuery
 //   - TimestampQuery string: DefaultTimestampQuery (when Query is DefaultQuery or empty)
 //   - Cluster ClusterSource: nil (query PrometheusURL)
-//   - Connections func() int: nil (the open connections of App's server, or of the app serving the first request)
+//   - Connections func() int: nil (the open connections of App, or of the Fiber app serving the first request)
 //   - Interval time.Duration: 1 * time.Second
 //   - Threshold float64: 0.2
 //   - Target float64: 0
@@ -54,7 +55,7 @@ var ConfigDefault = core.Defaults[fiber.Ctx, *fiber.App]()
 
 // Rebalancer owns the background loop that compares this node with the cluster, and the handler that spends the
 // shed budget. Create it with NewRebalancer, mount Handler, read Status, and call Close to stop the loop.
-type Rebalancer = core.Rebalancer[fiber.Ctx, fiber.Handler]
+type Rebalancer = fiberglue.Rebalancer[fiber.Ctx, fiber.Handler]
 
 // New returns the middleware: NewRebalancer(config...).Handler(). Its background loop runs until Config.Context
 // is done or Config.App shuts down (with neither, for the life of the process); use NewRebalancer for a handle
@@ -71,12 +72,12 @@ func New(config ...Config) fiber.Handler {
 //
 // NewRebalancer panics when the config is invalid, naming the field.
 func NewRebalancer(config ...Config) *Rebalancer {
-	return core.NewRebalancer[fiber.Ctx, fiber.Handler](ConfigDefault, fiberV3, fiberLog{}, config...)
+	return fiberglue.NewRebalancer[fiber.Ctx, fiber.Handler](ConfigDefault, fiberV3, fiberLog{}, config...)
 }
 
 // fiberV3 is how Fiber v3 reaches fasthttp and stops the loop with the app: after the server has shut down, as
 // Fiber v2's OnShutdown runs.
-var fiberV3 = core.Framework[fiber.Ctx, *fiber.App]{
+var fiberV3 = fiberglue.Framework[fiber.Ctx, *fiber.App]{
 	RequestCtx: fiber.Ctx.RequestCtx,
 	App:        fiber.Ctx.App,
 	OnShutdown: func(app *fiber.App, stop func() error) {

@@ -1,8 +1,9 @@
-package core
+package fiberglue
 
 import (
 	"context"
 	"errors"
+	"github.com/fiberguard/fiberguard/rebalance/core"
 	"testing"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -46,14 +47,14 @@ var fakeFramework = Framework[*fakeCtx, *fakeApp]{
 
 // fakeConfig is testConfig for the fake framework: a node with 60 connections in a cluster averaging 40, which
 // sheds 2 connections per interval.
-func fakeConfig() Config[*fakeCtx, *fakeApp] {
-	return Config[*fakeCtx, *fakeApp]{
+func fakeConfig() core.Config[*fakeCtx, *fakeApp] {
+	return core.Config[*fakeCtx, *fakeApp]{
 		Cluster:        fixed(40, 3),
 		Connections:    func() int { return 60 },
 		ShedRate:       0.05,
 		MinConnections: 10,
 		Registerer:     prometheus.NewRegistry(),
-	}.WithDefaults(Defaults[*fakeCtx, *fakeApp]())
+	}.WithDefaults(core.Defaults[*fakeCtx, *fakeApp]())
 }
 
 // serve runs one request through h and reports whether its response closes the connection.
@@ -177,7 +178,7 @@ func TestNewRebalancerStopsWithTheApp(t *testing.T) {
 	app := &fakeApp{}
 	cfg := fakeConfig()
 	cfg.App = app
-	r := NewRebalancer[*fakeCtx, fakeHandler](Defaults[*fakeCtx, *fakeApp](), fakeFramework, nil, cfg)
+	r := NewRebalancer[*fakeCtx, fakeHandler](core.Defaults[*fakeCtx, *fakeApp](), fakeFramework, nil, cfg)
 	if len(app.shutdown) != 1 {
 		t.Fatalf("%d shutdown hooks, want 1", len(app.shutdown))
 	}
@@ -191,7 +192,7 @@ func TestNewRebalancerStopsWithTheApp(t *testing.T) {
 	}
 
 	cfg.App = nil
-	r = NewRebalancer[*fakeCtx, fakeHandler](Defaults[*fakeCtx, *fakeApp](), fakeFramework, nil, cfg)
+	r = NewRebalancer[*fakeCtx, fakeHandler](core.Defaults[*fakeCtx, *fakeApp](), fakeFramework, nil, cfg)
 	defer r.Close()
 	if len(app.shutdown) != 1 {
 		t.Fatal("a shutdown hook registered with no app")
@@ -201,10 +202,10 @@ func TestNewRebalancerStopsWithTheApp(t *testing.T) {
 // TestNewRebalancerFillsFromTheGivenDefaults: the zero fields come from the adapter's defaults as given at the
 // call (its ConfigDefault, which users may change), Next included; with no config, the defaults are the config.
 func TestNewRebalancerFillsFromTheGivenDefaults(t *testing.T) {
-	defaults := Defaults[*fakeCtx, *fakeApp]()
+	defaults := core.Defaults[*fakeCtx, *fakeApp]()
 	defaults.Name = "site"
 	defaults.Next = func(c *fakeCtx) bool { return true }
-	r := NewRebalancer[*fakeCtx, fakeHandler](defaults, fakeFramework, nil, Config[*fakeCtx, *fakeApp]{
+	r := NewRebalancer[*fakeCtx, fakeHandler](defaults, fakeFramework, nil, core.Config[*fakeCtx, *fakeApp]{
 		Cluster: fixed(40, 3), DisableMetrics: true,
 	})
 	defer r.Close()
@@ -229,7 +230,7 @@ func TestNewRebalancerPanicsNamingTheField(t *testing.T) {
 			t.Fatalf("panic %q, want one naming Config.PrometheusURL or Config.Cluster", msg)
 		}
 	}()
-	NewRebalancer[*fakeCtx, fakeHandler](Defaults[*fakeCtx, *fakeApp](), fakeFramework, nil)
+	NewRebalancer[*fakeCtx, fakeHandler](core.Defaults[*fakeCtx, *fakeApp](), fakeFramework, nil)
 }
 
 // TestHandlerAllocatesNothing: the request path allocates nothing, shedding or not.

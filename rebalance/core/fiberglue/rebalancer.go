@@ -1,6 +1,7 @@
-package core
+package fiberglue
 
 import (
+	"github.com/fiberguard/fiberguard/rebalance/core"
 	"sync/atomic"
 
 	"github.com/valyala/fasthttp"
@@ -31,7 +32,7 @@ type Framework[C any, A any] struct {
 }
 
 // Rebalancer owns the background loop that compares this node with the cluster, and the handler that spends the
-// shed budget. Create it with NewRebalancer, mount Handler, read Status, and call Close to stop the loop.
+// shed budget. Create it with NewRebalancer, mount Handler, read core.Status, and call Close to stop the loop.
 //
 // C is the framework's request context and H its handler type.
 type Rebalancer[C Ctx, H ~func(C) error] struct {
@@ -40,7 +41,7 @@ type Rebalancer[C Ctx, H ~func(C) error] struct {
 	appServer   func(c C) *fasthttp.Server
 	connections func() int                      // Config.Connections
 	server      atomic.Pointer[fasthttp.Server] // the app's server, when connections are read from it
-	engine      *Engine
+	engine      *core.Engine
 }
 
 // NewRebalancer fills the first of config (or, with none, defaults) from defaults (an adapter's ConfigDefault),
@@ -49,8 +50,8 @@ type Rebalancer[C Ctx, H ~func(C) error] struct {
 // log receives the engine's log lines.
 //
 // NewRebalancer panics when the config is invalid, naming the field.
-func NewRebalancer[C Ctx, H ~func(C) error, A App](defaults Config[C, A], fw Framework[C, A], log Logger,
-	config ...Config[C, A]) *Rebalancer[C, H] {
+func NewRebalancer[C Ctx, H ~func(C) error, A App](defaults core.Config[C, A], fw Framework[C, A], log core.Logger,
+	config ...core.Config[C, A]) *Rebalancer[C, H] {
 	cfg := defaults
 	if len(config) > 0 {
 		cfg = config[0]
@@ -65,8 +66,8 @@ func NewRebalancer[C Ctx, H ~func(C) error, A App](defaults Config[C, A], fw Fra
 	return r
 }
 
-// newRebalancer builds a Rebalancer from a filled config without starting its loop; NewEngine validates it.
-func newRebalancer[C Ctx, H ~func(C) error, A App](cfg Config[C, A], fw Framework[C, A], log Logger) *Rebalancer[C, H] {
+// newRebalancer builds a Rebalancer from a filled config without starting its loop; core.NewEngine validates it.
+func newRebalancer[C Ctx, H ~func(C) error, A App](cfg core.Config[C, A], fw Framework[C, A], log core.Logger) *Rebalancer[C, H] {
 	r := &Rebalancer[C, H]{
 		next:        cfg.Next,
 		requestCtx:  fw.RequestCtx,
@@ -78,7 +79,7 @@ func newRebalancer[C Ctx, H ~func(C) error, A App](cfg Config[C, A], fw Framewor
 		r.server.Store(cfg.App.Server())
 	}
 	cfg.Connections = r.localConnections
-	r.engine = NewEngine(cfg, log)
+	r.engine = core.NewEngine(cfg, log)
 	return r
 }
 
@@ -118,7 +119,7 @@ func (r *Rebalancer[C, H]) localConnections() int {
 }
 
 // Status returns the node's view after its last interval: a fresh value, safe to call concurrently.
-func (r *Rebalancer[C, H]) Status() Status {
+func (r *Rebalancer[C, H]) Status() core.Status {
 	return r.engine.Status()
 }
 

@@ -1,0 +1,193 @@
+// Package loadshed rejects requests with a probability that grows with the load of the CPU the process may use
+// (its container's limit, not the host's): none below Config.Lower, all above Config.Upper.
+//
+// New returns the middleware, a func(http.Handler) http.Handler; NewShedder returns the Shedder behind it, with
+// Status for a status page and Close to stop its sampler. This is the net/http adapter
+// (github.com/fiberguard/fiberguard/loadshed and github.com/fiberguard/fiberguard/v3/loadshed are the Fiber
+// ones): the Config, the signals, the controller, the sampler and the metrics live in
+// github.com/fiberguard/fiberguard/loadshed/core, whose public names this package re-exports.
+package loadshed
+
+import (
+	"io"
+	"net/http"
+	"time"
+
+	"github.com/fiberguard/fiberguard/loadshed/core"
+)
+
+// Config defines the config for the middleware.
+type Config = core.Config[*http.Request, http.Handler]
+
+// The default rejection's body and Content-Type. The header value is shared by every rejection: assigned, never
+// modified in place, and with cap == len so that a Header.Add after it copies rather than writes into it.
+const rejectBody = "loadshed: overloaded, retry later\n"
+
+var textPlain = []string{"text/plain; charset=utf-8"}
+
+// ConfigDefault is the default config. Its OnReject answers 503 with a short text body naming the module.
+var ConfigDefault = core.Defaults[*http.Request, http.Handler](http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+	w.Header()["Content-Type"] = textPlain
+	w.WriteHeader(http.StatusServiceUnavailable)
+	_, _ = io.WriteString(w, rejectBody)
+}))
+
+// Shedder owns a background sampler of the load and the middleware that rejects by it: Handler, Status and
+// Close. Create it with NewShedder.
+type Shedder struct {
+	engine   *core.Engine
+	next     func(*http.Request) bool
+	critical func(*http.Request) bool
+	onReject http.Handler
+	// The header values of a rejection, built once and assigned to every rejected response's header, so a
+	// rejection allocates none: retryAfter is nil when none is sent. Each has cap == len, so that a handler
+	// appending to the header (Header.Add) copies it instead of writing into the shared array.
+	retryAfter, rejectedBy []string
+}
+
+// New creates a load-shedding middleware: NewShedder(config...).Handler(). Its background sampler runs until
+// Config.Context is done (for ever when Context is nil); use NewShedder for a handle that can be closed and
+// queried.
+func New(config ...Config) func(http.Handler) http.Handler {
+	return NewShedder(config...).Handler()
+}
+
+// NewShedder fills the zero fields of the config from ConfigDefault, validates it (panicking on invalid values,
+// naming the field), takes the first load reading and starts the background sampler. The Shedder logs through
+// the standard library's log package.
+func NewShedder(config ...Config) *Shedder {
+	cfg := ConfigDefault
+	if len(config) > 0 {
+		cfg = config[0].WithDefaults(ConfigDefault)
+	}
+	cfg.Validate()
+	// A nil func in a non-nil http.Handler passes Validate's nil check and would panic on the first rejection.
+	if f, ok := cfg.OnReject.(http.HandlerFunc); ok && f == nil {
+		panic("loadshed: Config.OnReject must not be nil")
+	}
+	e := core.NewEngine(cfg, nil)
+	s := &Shedder{
+		engine:     e,
+		next:       cfg.Next,
+		critical:   cfg.Critical,
+		onReject:   cfg.OnReject,
+		rejectedBy: []string{string(e.RejectedBy())},
+	}
+	if ra := e.RetryAfter(); ra != nil {
+		s.retryAfter = []string{string(ra)}
+	}
+	return s
+}
+
+// Handler returns the middleware. The handlers it wraps share the Shedder's state: one sampler, one set of
+// counters.
+func (s *Shedder) Handler() func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler { return &handler{s: s, next: next} }
+}
+
+// handler is the Shedder in front of one next handler; a struct rather than a closure keeps the request path to
+// one indirect call.
+type handler struct {
+	s    *Shedder
+	next http.Handler
+}
+
+func (h *handler) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	s := h.s
+	if s.next != nil && s.next(r) {
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	if s.engine.Admit(s.critical != nil && s.critical(r)) {
+		defer s.engine.Done() // also when next panics: net/http recovers it, and the request is no longer in flight
+		h.next.ServeHTTP(w, r)
+		return
+	}
+	s.reject(w, r)
+}
+
+// reject sets the rejection headers and calls OnReject. The keys are canonical already, so assigning to the map
+// stands for Header.Set without its copy of the value.
+func (s *Shedder) reject(w http.ResponseWriter, r *http.Request) {
+	hdr := w.Header()
+	if s.retryAfter != nil {
+		hdr[core.HeaderRetryAfter] = s.retryAfter
+	}
+	hdr[core.HeaderRejectedBy] = s.rejectedBy
+	s.onReject.ServeHTTP(w, r)
+}
+
+// Status returns the current load, probabilities and counters. Each call returns fresh values; it is safe to
+// call concurrently with requests and the sampler.
+func (s *Shedder) Status() Status { return s.engine.Status() }
+
+// Close stops the sampler, waits for it to exit and unregisters the metrics. The middleware keeps answering
+// with the last load. Close is idempotent, safe to call concurrently with requests, and returns nil.
+func (s *Shedder) Close() error { return s.engine.Close() }
+
+// The core's public names users need, re-exported; their documentation is the core's.
+type (
+	// Signal is a load measurement: 0 is idle, 1 is the capacity of the resource.
+	Signal = core.Signal
+	// SignalFunc adapts a function to a Signal.
+	SignalFunc = core.SignalFunc
+	// CPU is the utilisation of the CPU the process may use.
+	CPU = core.CPU
+	// SchedLatency is how long this process's runnable goroutines wait for a CPU.
+	SchedLatency = core.SchedLatency
+	// RunQueue is how many of this process's goroutines wait for a CPU, per P.
+	RunQueue = core.RunQueue
+	// Pressure is a Signal of Linux pressure stall information.
+	Pressure = core.Pressure
+	// Max is a Signal whose load is the highest of its signals'.
+	Max = core.Max
+	// Controller is the default: the share to shed and the in-flight limit, from two signals.
+	Controller = core.Controller
+	// Reading is one signal's last load, in Status.
+	Reading = core.Reading
+	// Policy maps a load to a shedding probability.
+	Policy = core.Policy
+	// Status is a point-in-time view of a Shedder; JSON keys are snake_case.
+	Status = core.Status
+)
+
+// The sources of a CPU signal's usage, and the defaults of the signals' targets.
+const (
+	SourceCgroupV1        = core.SourceCgroupV1 // the limited group's cpuacct.usage
+	SourceCgroupV2        = core.SourceCgroupV2 // the limited group's cpu.stat
+	SourceProcess         = core.SourceProcess  // this process's own CPU time (getrusage)
+	SourceHost            = core.SourceHost     // every CPU of the machine (/proc/stat)
+	DefaultControlTarget  = core.DefaultControlTarget
+	DefaultSchedTarget    = core.DefaultSchedTarget
+	DefaultRunQueueTarget = core.DefaultRunQueueTarget
+)
+
+// NewCPU detects the CPU the process may use; cpus > 0 overrides the detected capacity. See core.NewCPU.
+func NewCPU(cpus float64) *CPU { return core.NewCPU(cpus) }
+
+// NewHostCPU is the host-wide CPU utilisation: busy neighbours raise it. See core.NewHostCPU.
+func NewHostCPU() *CPU { return core.NewHostCPU() }
+
+// NewSchedLatency is the scheduling-latency signal (0: DefaultSchedTarget). See core.NewSchedLatency.
+func NewSchedLatency(target time.Duration) *SchedLatency { return core.NewSchedLatency(target) }
+
+// NewRunQueue is the run-queue signal (0: DefaultRunQueueTarget). See core.NewRunQueue.
+func NewRunQueue(target float64) *RunQueue { return core.NewRunQueue(target) }
+
+// NewPressure reads the cgroup's cpu.pressure, else /proc/pressure/cpu. See core.NewPressure.
+func NewPressure() (*Pressure, error) { return core.NewPressure() }
+
+// NewMax combines signals into one whose load is their maximum. See core.NewMax.
+func NewMax(signals ...Signal) *Max { return core.NewMax(signals...) }
+
+// NewController is a Controller over a utilisation and a latency signal (0: DefaultControlTarget). See
+// core.NewController.
+func NewController(utilisation, latency Signal, target float64) *Controller {
+	return core.NewController(utilisation, latency, target)
+}
+
+// DefaultSignal is the Signal of a Config without one. See core.DefaultSignal.
+func DefaultSignal(cpus float64) *Controller { return core.DefaultSignal(cpus) }
+
+// Probability is the share of requests to reject at a load in the band [lower, upper]. See core.Probability.
+func Probability(load, lower, upper float64) float64 { return core.Probability(load, lower, upper) }

@@ -16,7 +16,32 @@ import (
 	"github.com/fiberguard/fiberguard/loadshed/core"
 )
 
-// Config defines the config for the middleware.
+// Config defines the config for the middleware: the core's Config (core.Config, where each field is documented
+// in full) with this framework's types. A zero field takes its default, from ConfigDefault; an invalid one
+// makes New panic, naming the field. The fields and their defaults:
+//
+//   - Next func(c *http.Request) bool: nil
+//   - Lower float64: 0.90
+//   - Upper float64: 0.95
+//   - Critical func(c *http.Request) bool: nil (no request is critical)
+//   - CriticalLower float64: 0.98
+//   - CriticalUpper float64: 1.0
+//   - DryRun bool: false
+//   - Signal Signal: DefaultSignal(CPUs), a Controller over the utilisation of the CPU the process may use beside its
+//     goroutines' scheduling latency and run queue: it sheds the share of requests that holds the CPU at 0.97 of what
+//     the process may use, and while its goroutines queue for a CPU (waits over 7ms, or 2 runnable goroutines per P) it
+//     limits the requests in flight
+//   - CPUs float64: 0 (detected from the cgroup, else the host)
+//   - Target float64: 0.97 (DefaultControlTarget)
+//   - Interval time.Duration: 20ms
+//   - IdleInterval time.Duration: 320ms, or Interval if longer
+//   - Smoothing float64: 0.2 (about 100ms of memory at the default Interval)
+//   - OnReject http.Handler: 503 with the text body "loadshed: overloaded, retry later" (the adapter's ConfigDefault)
+//   - RetryAfter time.Duration: time.Second
+//   - Name string: "default"
+//   - Registerer prometheus.Registerer: nil (prometheus.DefaultRegisterer)
+//   - DisableMetrics bool: false
+//   - Context context.Context: nil (runs until Close)
 type Config = core.Config[*http.Request, http.Handler]
 
 // The default rejection's body and Content-Type. The header value is shared by every rejection: assigned, never

@@ -18,7 +18,27 @@ import (
 	"github.com/fiberguard/fiberguard/throttle/core"
 )
 
-// Config defines the config for the middleware.
+// Config defines the config for the middleware: the core's Config (core.Config, where each field is documented
+// in full) with this framework's types. A zero field takes its default, from ConfigDefault; an invalid one
+// makes New panic, naming the field. The fields and their defaults:
+//
+//   - Next func(c *http.Request) bool: nil
+//   - PrometheusURL string: ""
+//   - Queries []string: nil
+//   - Triggers []Trigger: nil
+//   - Interval time.Duration: 15s
+//   - Timeout time.Duration: 5s, or the trigger's Interval if shorter
+//   - Staleness time.Duration: 4 × the trigger's Interval (1 minute at the default Interval)
+//   - FailMode FailMode: FailOpen
+//   - WindowMin int: 10 (or WindowMax if smaller)
+//   - WindowMax int: 1000 (or WindowMin if larger)
+//   - OnReject http.Handler: 503 with a short text body naming the module (see the adapter's ConfigDefault)
+//   - RetryAfter time.Duration: time.Second
+//   - RoundTripper http.RoundTripper: nil (the Prometheus client's default transport)
+//   - Name string: "default"
+//   - Registerer prometheus.Registerer: nil (prometheus.DefaultRegisterer)
+//   - DisableMetrics bool: false
+//   - Context context.Context: nil (runs until Close)
 type Config = core.Config[*http.Request, http.Handler]
 
 // The default rejection's body and Content-Type. The header value is shared by every rejection: assigned, never

@@ -4,8 +4,12 @@ go 1.26.0
 
 require (
 	github.com/fiberguard/fiberguard/loadshed v0.0.0
+	github.com/fiberguard/fiberguard/nethttp/loadshed v0.0.0
+	github.com/fiberguard/fiberguard/nethttp/rebalance v0.0.0
+	github.com/fiberguard/fiberguard/nethttp/throttle v0.0.0
 	github.com/fiberguard/fiberguard/throttle v0.0.0
 	github.com/fiberguard/fiberguard/upstreampick v0.0.0
+	github.com/go-chi/chi/v5 v5.5.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/gofiber/fiber/v3 v3.1.0
 	github.com/prometheus/client_golang v1.25.0
@@ -85,3 +89,9 @@ replace github.com/fiberguard/fiberguard/v3/throttle => ../v3/throttle
 replace github.com/fiberguard/fiberguard/v3/upstreampick => ../v3/upstreampick
 
 replace github.com/fiberguard/fiberguard/v3/rebalance => ../v3/rebalance
+
+replace github.com/fiberguard/fiberguard/nethttp/loadshed => ../nethttp/loadshed
+
+replace github.com/fiberguard/fiberguard/nethttp/throttle => ../nethttp/throttle
+
+replace github.com/fiberguard/fiberguard/nethttp/rebalance => ../nethttp/rebalance

@@ -1,0 +1,48 @@
+// Command chi is a net/http app on the chi router with every fiberguard module wired in, from the net/http
+// modules (github.com/fiberguard/fiberguard/nethttp/...): chi takes their func(http.Handler) http.Handler
+// middlewares as they are.
+//
+//	go run ./examples/chi                        # listens on 127.0.0.1:8083
+//	FIBERGUARD_ADDR=127.0.0.1:0 go run ./examples/chi
+//
+// Routes: GET /work?ms=N (N ms of CPU behind the global loadshed and a throttle), GET /status (every module's
+// Status) and GET /metrics. rebalance is on when FIBERGUARD_PROMETHEUS_URL names the Prometheus that scrapes
+// every node.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+
+	"github.com/fiberguard/fiberguard/examples/internal/demo"
+	"github.com/fiberguard/fiberguard/examples/internal/httpapp"
+	"github.com/go-chi/chi/v5"
+)
+
+const defaultAddr = "127.0.0.1:8083"
+
+// handler is the app: the global middlewares on a chi router, then its routes.
+func handler(a *httpapp.App) http.Handler {
+	r := chi.NewRouter()
+	r.Use(a.Global)
+	r.Method(http.MethodGet, "/work", a.Work)
+	r.Method(http.MethodGet, "/status", a.Status)
+	r.Method(http.MethodGet, "/metrics", a.Metrics)
+	return r
+}
+
+func main() { demo.Main(run) }
+
+// run serves the app on FIBERGUARD_ADDR until ctx ends.
+func run(ctx context.Context, getenv func(string) string, logger *log.Logger) error {
+	a := httpapp.New(getenv)
+	defer a.Close()
+	ln, err := demo.Listen(getenv, "tcp4", defaultAddr)
+	if err != nil {
+		return fmt.Errorf("chi example: %w", err)
+	}
+	logger.Printf("fiberguard net/http example (chi) on http://%s (GET /work, /status, /metrics)", ln.Addr())
+	return httpapp.Serve(ctx, ln, handler(a), a.ConnState)
+}

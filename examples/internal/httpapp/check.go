@@ -1,0 +1,94 @@
+package httpapp
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+)
+
+// Check drives an example app's handler, built over a from New, through a real server on 127.0.0.1, and fails
+// t unless every module answers: /work serves and its throttle rejects what its window cannot hold, /status
+// shows each module's Status (rebalance's only with wantRebalance) and /metrics each module's metrics.
+func Check(t testing.TB, a *App, h http.Handler, wantRebalance bool) {
+	t.Helper()
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config.ConnState = a.ConnState
+	srv.Start()
+	defer srv.Close()
+	get := func(path string) (int, string, string) {
+		resp, err := srv.Client().Get(srv.URL + path)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		body, _ := io.ReadAll(resp.Body)
+		return resp.StatusCode, resp.Header.Get("Fiberguard-Rejected-By"), string(body)
+	}
+
+	if code, _, body := get("/work?ms=1"); code != 200 || body != "worked 1ms\n" {
+		t.Fatalf("/work?ms=1: %d %q", code, body)
+	}
+	if code, _, _ := get("/work?ms=x"); code != 400 {
+		t.Fatalf("/work?ms=x: %d, want 400", code)
+	}
+	if code, _, _ := get("/work?wait=1001"); code != 400 {
+		t.Fatalf("/work?wait=1001: %d, want 400", code)
+	}
+	// More concurrent requests than the window of 2 admits, each waiting 300 ms as on a backend (no CPU, so
+	// loadshed has nothing to shed): the rest are rejected by throttle.
+	var wg sync.WaitGroup
+	var mu sync.Mutex
+	codes, by := map[int]int{}, map[string]int{}
+	for range 8 {
+		wg.Go(func() {
+			code, rejectedBy, _ := get("/work?ms=0&wait=300")
+			mu.Lock()
+			codes[code]++
+			by[rejectedBy]++
+			mu.Unlock()
+		})
+	}
+	wg.Wait()
+	if codes[200] < 1 || by["throttle/default"] < 1 {
+		t.Fatalf("8 concurrent /work into a window of 2: codes %v, rejected by %v", codes, by)
+	}
+
+	code, _, body := get("/status")
+	var status map[string]json.RawMessage
+	if code != 200 || json.Unmarshal([]byte(body), &status) != nil {
+		t.Fatalf("/status: %d %s", code, body)
+	}
+	for _, m := range []string{"loadshed", "throttle"} {
+		if !strings.Contains(string(status[m]), `"name":"default"`) {
+			t.Errorf("/status[%s] = %s", m, status[m])
+		}
+	}
+	if _, ok := status["rebalance"]; ok != wantRebalance {
+		t.Errorf("/status has rebalance: %v, want %v", ok, wantRebalance)
+	}
+	_, _, metrics := get("/metrics")
+	for _, m := range []string{"fiberguard_loadshed_load", "fiberguard_throttle_window"} {
+		if !strings.Contains(metrics, m+"{") {
+			t.Errorf("/metrics lacks %s", m)
+		}
+	}
+	if wantRebalance && !strings.Contains(metrics, "fiberguard_rebalance_open_connections{") {
+		t.Error("/metrics lacks fiberguard_rebalance_open_connections")
+	}
+}
+
+// Env is a getenv with the given variables only.
+func Env(kv ...string) func(string) string {
+	return func(k string) string {
+		for i := 0; i+1 < len(kv); i += 2 {
+			if kv[i] == k {
+				return kv[i+1]
+			}
+		}
+		return ""
+	}
+}

@@ -1,0 +1,45 @@
+// Command stdmux is a net/http app on the standard library's ServeMux with every fiberguard module wired in, from
+// the net/http modules (github.com/fiberguard/fiberguard/nethttp/...).
+//
+//	go run ./examples/stdmux                        # listens on 127.0.0.1:8082
+//	FIBERGUARD_ADDR=127.0.0.1:0 go run ./examples/stdmux
+//
+// Routes: GET /work?ms=N (N ms of CPU behind the global loadshed and a throttle), GET /status (every module's
+// Status) and GET /metrics. rebalance is on when FIBERGUARD_PROMETHEUS_URL names the Prometheus that scrapes
+// every node.
+package main
+
+import (
+	"context"
+	"fmt"
+	"log"
+	"net/http"
+
+	"github.com/fiberguard/fiberguard/examples/internal/demo"
+	"github.com/fiberguard/fiberguard/examples/internal/httpapp"
+)
+
+const defaultAddr = "127.0.0.1:8082"
+
+// handler is the app: the routes on a ServeMux behind the global middlewares.
+func handler(a *httpapp.App) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("GET /work", a.Work)
+	mux.Handle("GET /status", a.Status)
+	mux.Handle("GET /metrics", a.Metrics)
+	return a.Global(mux)
+}
+
+func main() { demo.Main(run) }
+
+// run serves the app on FIBERGUARD_ADDR until ctx ends.
+func run(ctx context.Context, getenv func(string) string, logger *log.Logger) error {
+	a := httpapp.New(getenv)
+	defer a.Close()
+	ln, err := demo.Listen(getenv, "tcp4", defaultAddr)
+	if err != nil {
+		return fmt.Errorf("stdmux example: %w", err)
+	}
+	logger.Printf("fiberguard net/http example (ServeMux) on http://%s (GET /work, /status, /metrics)", ln.Addr())
+	return httpapp.Serve(ctx, ln, handler(a), a.ConnState)
+}

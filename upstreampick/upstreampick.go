@@ -9,13 +9,15 @@
 // Config.OnReject and LBClient returns ErrNoUpstream, which an ErrorHandler answers with Picker.Reject.
 //
 // This package is the Fiber v2 adapter over github.com/fiberguard/fiberguard/upstreampick/core, which holds
-// everything that does not need Fiber; github.com/fiberguard/fiberguard/v3/upstreampick is the same for Fiber v3.
+// everything that needs neither Fiber nor fasthttp, and its fasthttp client layer (package fasthttpclient);
+// github.com/fiberguard/fiberguard/v3/upstreampick is the same for Fiber v3.
 package upstreampick
 
 import (
 	"time"
 
 	"github.com/fiberguard/fiberguard/upstreampick/core"
+	"github.com/fiberguard/fiberguard/upstreampick/core/fasthttpclient"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/log"
 )
@@ -31,9 +33,9 @@ import (
 //   - HealthInterval time.Duration: 1 * time.Second
 //   - HealthTimeout time.Duration: HealthInterval / 2
 //   - DrainTimeout time.Duration: 30 * time.Second
-//   - Timeout time.Duration: fasthttp.DefaultLBClientTimeout (1 * time.Second)
+//   - Timeout time.Duration: 1 * time.Second
 //   - Retries int: 2
-//   - ConfigureClient func(server string, c *fasthttp.HostClient): nil
+//   - ConfigureClient any: nil
 //   - Resolver Resolver: nil (net.DefaultResolver)
 //   - LookupHost func(ctx context.Context, host string) (addrs []string, err error): nil
 //     (net.DefaultResolver.LookupHost)
@@ -52,8 +54,8 @@ var ConfigDefault = core.Defaults[*fiber.Ctx, fiber.Handler](func(c *fiber.Ctx) 
 })
 
 // Picker chooses an upstream for each request and keeps the upstreams' latency, health and drain state (see
-// core.Picker for its methods). Create it with NewPicker and stop it with Close (or Config.Context).
-type Picker = core.Picker[*fiber.Ctx, fiber.Handler]
+// fasthttpclient.Picker for its methods). Create it with NewPicker and stop it with Close (or Config.Context).
+type Picker = fasthttpclient.Picker[*fiber.Ctx, fiber.Handler]
 
 // ErrNoUpstream is returned by LBClient and BalancingClient when no upstream can take a request: every one is
 // unhealthy or draining. It is a *fiber.Error with status 503, so through proxy.Balancer Fiber's error handler
@@ -68,9 +70,9 @@ func New(config ...Config) fiber.Handler {
 }
 
 // NewPicker creates a Picker over Config.Servers and the addresses of Config.Discover, and starts its health
-// checks (see core.NewPicker). It panics, naming the field, when the config is invalid.
+// checks (see fasthttpclient.NewPicker). It panics, naming the field, when the config is invalid.
 func NewPicker(config ...Config) *Picker {
-	return core.NewPicker(ConfigDefault, core.Framework{
+	return fasthttpclient.NewPicker(ConfigDefault, fasthttpclient.Framework{
 		NoUpstream:     ErrNoUpstream,
 		GatewayTimeout: fiber.ErrGatewayTimeout,
 		BadGateway:     fiber.ErrBadGateway,

@@ -13,6 +13,7 @@ import (
 
 	upv2 "github.com/fiberguard/fiberguard/upstreampick"
 	upcore "github.com/fiberguard/fiberguard/upstreampick/core"
+	upfast "github.com/fiberguard/fiberguard/upstreampick/core/fasthttpclient"
 	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 	upv3 "github.com/fiberguard/fiberguard/v3/upstreampick"
 	fiberv2 "github.com/gofiber/fiber/v2"
@@ -26,16 +27,16 @@ import (
 )
 
 // upstreampickAdapter is upstreampick's adapter of one Fiber version, and the version's proxy.Balancer.
-type upstreampickAdapter[C upcore.Ctx, H ~func(C) error] struct {
+type upstreampickAdapter[C upfast.Ctx, H ~func(C) error] struct {
 	New           func(config ...upcore.Config[C, H]) H
-	NewPicker     func(config ...upcore.Config[C, H]) *upcore.Picker[C, H]
+	NewPicker     func(config ...upcore.Config[C, H]) *upfast.Picker[C, H]
 	ConfigDefault *upcore.Config[C, H]
 	ErrNoUpstream error
 	// balancer is proxy.Balancer over client.
 	balancer func(client *fasthttp.LBClient) H
 	// balancerApp is an app proxying every request through proxy.Balancer with p's client, its ErrorHandler
 	// answering ErrNoUpstream with p.Reject as the README shows.
-	balancerApp func(p *upcore.Picker[C, H]) app[C, H]
+	balancerApp func(p *upfast.Picker[C, H]) app[C, H]
 }
 
 var upstreampickV2 = upstreampickAdapter[*fiberv2.Ctx, fiberv2.Handler]{
@@ -95,7 +96,7 @@ const (
 )
 
 // upstreampickSuite is every test of an upstreampick adapter through real Fiber apps of one version.
-func upstreampickSuite[C upcore.Ctx, H ~func(C) error](t *testing.T, fv version[C, H], a upstreampickAdapter[C, H]) {
+func upstreampickSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv version[C, H], a upstreampickAdapter[C, H]) {
 	// testConfig is a fast-cycling config with metrics on a private registry.
 	testConfig := func(servers ...string) upcore.Config[C, H] {
 		return upcore.Config[C, H]{
@@ -110,7 +111,7 @@ func upstreampickSuite[C upcore.Ctx, H ~func(C) error](t *testing.T, fv version[
 		}
 	}
 	// picker creates a Picker over n, closed when the bubble ends.
-	picker := func(n *memnet.Net, cfg upcore.Config[C, H]) *upcore.Picker[C, H] {
+	picker := func(n *memnet.Net, cfg upcore.Config[C, H]) *upfast.Picker[C, H] {
 		cfg.Dial = n.Dial
 		p := a.NewPicker(cfg)
 		n.Own(p)
@@ -560,7 +561,7 @@ func BenchmarkUpstreampickReject(b *testing.B) {
 	b.Run("fiber-v3", func(b *testing.B) { upstreampickRejectBench(b, v3, upstreampickV3) })
 }
 
-func upstreampickRejectBench[C upcore.Ctx, H ~func(C) error](b *testing.B, fv version[C, H], a upstreampickAdapter[C, H]) {
+func upstreampickRejectBench[C upfast.Ctx, H ~func(C) error](b *testing.B, fv version[C, H], a upstreampickAdapter[C, H]) {
 	b.Run("pass-through", func(b *testing.B) {
 		app := fv.newApp()
 		app.Use(func(c C) error { return fv.next(c) })

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fasthttp"
 )
 
 // Config defines the config of a Picker, for any web framework: C is the framework's request context and H its
@@ -68,9 +67,10 @@ type Config[C, H any] struct {
 	// Optional. Default: 30 * time.Second
 	DrainTimeout time.Duration
 
-	// Timeout is the request timeout of the LBClient and the Handler (fasthttp.LBClient.Timeout).
+	// Timeout is the request timeout of the client layer: of the LBClient and the Handler of the Fiber adapters
+	// (fasthttp.LBClient.Timeout), of the transport of the net/http adapter.
 	//
-	// Optional. Default: fasthttp.DefaultLBClientTimeout (1 * time.Second)
+	// Optional. Default: 1 * time.Second
 	Timeout time.Duration
 
 	// Retries is how many more upstreams a request may try after a connection to its upstream could not be
@@ -80,13 +80,19 @@ type Config[C, H any] struct {
 	// Optional. Default: 2
 	Retries int
 
-	// ConfigureClient, when set, adjusts each upstream's fasthttp.HostClient before first use (buffer sizes,
-	// TLSConfig, MaxConns, ...). Addr and IsTLS are set from the server; Dial and DialTimeout are wrapped to
-	// count connection failures, and one set here replaces Config.Dial for that upstream's requests (health
-	// dials keep Config.Dial).
+	// ConfigureClient, when set, adjusts each upstream's client before first use: a func(server string, c
+	// *fasthttp.HostClient) for the Fiber adapters, a func(server string, t *http.Transport) for the net/http
+	// adapter. It is typed any so that this Config names no client package; a func of another type makes the
+	// adapter's New panic, naming this field.
+	//
+	// Fiber adapters: buffer sizes, TLSConfig, MaxConns, ... Addr and IsTLS are set from the server; Dial and
+	// DialTimeout are wrapped to count connection failures, and one set here replaces Config.Dial for that
+	// upstream's requests (health dials keep Config.Dial). net/http adapter: each upstream has its own
+	// *http.Transport (a clone of the adapter's base transport); a DialContext or DialTLSContext set here
+	// replaces Config.Dial for that upstream's requests.
 	//
 	// Optional. Default: nil
-	ConfigureClient func(server string, c *fasthttp.HostClient)
+	ConfigureClient any
 
 	// Resolver resolves the names of Discover: a *net.Resolver (say, with a Dial of its own to reach a given
 	// DNS server) or any type with its LookupHost and LookupSRV methods.
@@ -161,7 +167,7 @@ func Defaults[C, H any](onReject H) Config[C, H] {
 		Mode:           ModeLatency,
 		HealthInterval: time.Second,
 		DrainTimeout:   30 * time.Second,
-		Timeout:        fasthttp.DefaultLBClientTimeout,
+		Timeout:        time.Second,
 		Retries:        2,
 		OnReject:       onReject,
 		RetryAfter:     time.Second,

@@ -1,13 +1,13 @@
-// Package core is upstreampick without a web framework: the server list, DNS discovery, the connect-time
-// averages and latency tiers, the immutable pick set, the health goroutine, draining, the fasthttp balancing
-// client with its retries, the metrics, the Status view, the rejection headers and the lifecycle. It imports no
-// Fiber package.
+// Package core is upstreampick without a web framework or an HTTP client: the server list, DNS discovery, the
+// connect-time averages and latency tiers, the immutable pick set, the health goroutine, draining, the
+// metrics, the Status view, the rejection header values and the lifecycle; and Config, generic over a
+// framework's request context and handler. It imports no Fiber and no fasthttp package.
 //
-// It also holds the Fiber glue once for both Fiber versions: Config, generic over the request context and the
-// handler, and Picker, the handle whose Handler and Reject take that context. Applications import an adapter,
-// not this package: github.com/fiberguard/fiberguard/upstreampick for Fiber v2 or
-// github.com/fiberguard/fiberguard/v3/upstreampick for Fiber v3. An adapter instantiates Config and Picker with
-// its Fiber version's types and passes in what its version spells differently (its errors and its logger).
+// A client layer sends the requests through an Engine (see PickUpstream, Upstream.Begin and Engine.Connected):
+// package fasthttpclient is the fasthttp one, with the balancing client and the Picker handle the Fiber
+// adapters share; nethttp/upstreampick is the net/http one. Applications import an adapter, not this package:
+// github.com/fiberguard/fiberguard/upstreampick for Fiber v2, github.com/fiberguard/fiberguard/v3/upstreampick
+// for Fiber v3, github.com/fiberguard/fiberguard/nethttp/upstreampick for net/http.
 package core
 
 import (
@@ -22,7 +22,6 @@ import (
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fasthttp"
 )
 
 // Engine chooses an upstream for each request and keeps the upstreams' latency, health and drain state: a
@@ -30,13 +29,15 @@ import (
 // methods are safe for concurrent use.
 type Engine struct {
 	cfg settings
-	// noUpstream is what LBClient returns when nothing is pickable: NewEngine's argument or its default.
-	noUpstream error
 
 	// set is what picks read: one atomic load, no lock.
-	set atomic.Pointer[pickSet[*upstream]]
-	bal *balancer
-	lbc *fasthttp.LBClient
+	set atomic.Pointer[pickSet[*Upstream]]
+	// Written by every request, so kept apart from the fields that picks read.
+	_                  [64]byte
+	admitted, rejected atomic.Uint64 // requests that got an upstream, or none
+	_                  [64]byte
+	// newClient is NewEngine's: it makes each upstream's UpstreamClient.
+	newClient func(*Engine, *Upstream) UpstreamClient
 
 	// The rejection headers, built once.
 	retryAfter, rejectedBy []byte
@@ -55,7 +56,7 @@ type Engine struct {
 	mu sync.Mutex
 	// static is the list of Config.Servers, then of SetServers.
 	static []target
-	ups    []*upstream // listed upstreams (see targetsLocked), then draining ones
+	ups    []*Upstream // listed upstreams (see targetsLocked), then draining ones
 	tiers  tierBuilder
 	// updated is when the last health round ended; nil before the first.
 	updated *time.Time
@@ -70,15 +71,16 @@ type Engine struct {
 	closeOnce   sync.Once
 }
 
-// upstream is one server.
-type upstream struct {
+// Upstream is one server, as PickUpstream gives it to a client layer.
+type Upstream struct {
 	key  string // target.key: the same server however it is spelt
 	host string // for name resolution
 	// literal tells that host is an IP address, which needs no resolution.
 	literal bool
 	port    string
+	addr    string // host:port
 	tls     bool
-	hc      *fasthttp.HostClient
+	client  UpstreamClient
 
 	// name is the server as last configured (SetServers may respell it): the metric label and status key.
 	name atomic.Pointer[string]
@@ -86,6 +88,7 @@ type upstream struct {
 	source string
 
 	picks     atomic.Uint64
+	inflight  atomic.Int64 // requests between Begin and End
 	fails     atomic.Int32 // consecutive connection failures
 	unhealthy atomic.Bool
 
@@ -103,22 +106,20 @@ type settings struct {
 	mode                                                 Mode
 	healthInterval, healthTimeout, drainTimeout, timeout time.Duration
 	retries                                              int
-	configureClient                                      func(server string, c *fasthttp.HostClient)
+	configureClient                                      any
 	name                                                 string
 	context                                              context.Context
 }
-
-// errNoUpstream is NewEngine's default noUpstream.
-var errNoUpstream = errors.New("upstreampick: no upstream available")
 
 // NewEngine creates an Engine over cfg.Servers and the addresses of cfg.Discover, and starts its health checks;
 // the first round starts at once and NewEngine does not wait for it. With cfg.Discover, NewEngine first resolves
 // every name at once and waits for the answers, each bounded by half its interval. Until an upstream's first
 // dial completes it is picked like a member of the nearest tier. It reads only cfg's framework-free fields;
 // cfg must have been filled (WithDefaults), and NewEngine panics, naming the field, when one is invalid.
-// noUpstream is the error LBClient and BalancingClient return when no upstream can take a request (the
-// adapter's ErrNoUpstream; nil: an error of the same text); logger receives warnings (nil: the log package).
-func NewEngine[C, H any](cfg Config[C, H], logger Logger, noUpstream error) *Engine {
+// logger receives warnings (nil: the log package). newClient, when not nil, makes the client layer's state of
+// each new upstream (see UpstreamClient); it may keep the Engine it is given but must not call its methods
+// before NewEngine has returned.
+func NewEngine[C, H any](cfg Config[C, H], logger Logger, newClient func(*Engine, *Upstream) UpstreamClient) *Engine {
 	cfg.validateSettings()
 	parent := cfg.Context
 	if parent == nil {
@@ -137,7 +138,7 @@ func NewEngine[C, H any](cfg Config[C, H], logger Logger, noUpstream error) *Eng
 			name:            cfg.Name,
 			context:         cfg.Context,
 		},
-		noUpstream: noUpstream,
+		newClient:  newClient,
 		retryAfter: retryAfterHeader(cfg.RetryAfter),
 		rejectedBy: []byte("upstreampick/" + cfg.Name),
 		lookup:     cfg.LookupHost,
@@ -145,9 +146,6 @@ func NewEngine[C, H any](cfg Config[C, H], logger Logger, noUpstream error) *Eng
 		ctx:        ctx,
 		cancel:     cancel,
 		done:       make(chan struct{}),
-	}
-	if p.noUpstream == nil {
-		p.noUpstream = errNoUpstream
 	}
 	if p.lookup == nil {
 		p.lookup = net.DefaultResolver.LookupHost
@@ -164,13 +162,6 @@ func NewEngine[C, H any](cfg Config[C, H], logger Logger, noUpstream error) *Eng
 		p.warnf = logger.Warnf
 	}
 	p.sources = newSources(cfg.Discover)
-	p.bal = &balancer{p: p}
-	p.lbc = &fasthttp.LBClient{
-		Clients: []fasthttp.BalancingClient{p.bal},
-		Timeout: cfg.Timeout,
-		// Health is the picker's business; with one client, LBClient's penalty would only start timers.
-		HealthCheck: func(*fasthttp.Request, *fasthttp.Response, error) bool { return true },
-	}
 
 	p.static, _ = parseServers(cfg.Servers) // checked by Validate
 	p.resolveFirst()
@@ -192,12 +183,6 @@ func NewEngine[C, H any](cfg Config[C, H], logger Logger, noUpstream error) *Eng
 	}
 	return p
 }
-
-// LBClient is Picker.LBClient; with no upstream pickable it returns NewEngine's noUpstream.
-func (p *Engine) LBClient() *fasthttp.LBClient { return p.lbc }
-
-// BalancingClient is Picker.BalancingClient.
-func (p *Engine) BalancingClient() fasthttp.BalancingClient { return p.bal }
 
 // SetServers is Picker.SetServers: the one way the static servers change after NewEngine.
 func (p *Engine) SetServers(servers []string) error {
@@ -225,11 +210,11 @@ func (p *Engine) setTargetsLocked(targets []target) {
 		seen[t.key] = true
 	}
 
-	old := make(map[string]*upstream, len(p.ups))
+	old := make(map[string]*Upstream, len(p.ups))
 	for _, u := range p.ups {
 		old[u.key] = u
 	}
-	ups := make([]*upstream, 0, len(targets)+len(p.ups))
+	ups := make([]*Upstream, 0, len(targets)+len(p.ups))
 	for _, t := range targets {
 		u := old[t.key]
 		if u == nil {
@@ -261,7 +246,7 @@ func (p *Engine) Pick() (server string, ok bool) {
 		return "", false
 	}
 	u.picks.Add(1)
-	return *u.name.Load(), true
+	return u.Server(), true
 }
 
 // Close is Picker.Close.
@@ -274,10 +259,10 @@ func (p *Engine) Close() error {
 			p.metrics.unregister()
 		}
 		p.mu.Lock()
-		ups := append([]*upstream(nil), p.ups...)
+		ups := append([]*Upstream(nil), p.ups...)
 		p.mu.Unlock()
 		for _, u := range ups {
-			u.hc.CloseIdleConnections()
+			u.closeIdle()
 		}
 	})
 	return nil
@@ -299,9 +284,9 @@ func (p *Engine) rebuildLocked() {
 		cs[i] = candidate{tier: tier[i], healthy: !u.unhealthy.Load(), draining: u.draining}
 	}
 	levels := ladder(cs, p.cfg.mode)
-	set := &pickSet[*upstream]{mode: p.cfg.mode, ladder: make([][]*upstream, len(levels))}
+	set := &pickSet[*Upstream]{mode: p.cfg.mode, ladder: make([][]*Upstream, len(levels))}
 	for l, idx := range levels {
-		set.ladder[l] = make([]*upstream, len(idx))
+		set.ladder[l] = make([]*Upstream, len(idx))
 		for k, i := range idx {
 			set.ladder[l][k] = p.ups[i]
 		}
@@ -313,21 +298,33 @@ func (p *Engine) rebuildLocked() {
 	}
 }
 
-func pendingRequests(u *upstream) int { return u.hc.PendingRequests() }
+func pendingRequests(u *Upstream) int { return int(u.inflight.Load()) }
 
 // pick chooses an upstream; nil when none is pickable.
-func (p *Engine) pick() *upstream {
+func (p *Engine) pick() *Upstream {
 	u, _ := p.set.Load().pick(rand.Uint64(), pendingRequests)
 	return u
 }
 
-// newUpstream builds an upstream and its HostClient.
-func (p *Engine) newUpstream(t target) *upstream {
+// newUpstream builds an upstream and its client layer's state.
+func (p *Engine) newUpstream(t target) *Upstream {
 	_, err := netip.ParseAddr(t.host)
-	u := &upstream{key: t.key, host: t.host, literal: err == nil, port: t.port, tls: t.tls, tier: noTier}
+	u := &Upstream{
+		key: t.key, host: t.host, literal: err == nil, port: t.port, addr: net.JoinHostPort(t.host, t.port),
+		tls: t.tls, tier: noTier,
+	}
 	u.name.Store(&t.server)
-	u.hc = p.newHostClient(u, t)
+	if p.newClient != nil {
+		u.client = p.newClient(p, u)
+	}
 	return u
+}
+
+// closeIdle closes the idle connections of u's client layer, if any.
+func (u *Upstream) closeIdle() {
+	if u.client != nil {
+		u.client.CloseIdleConnections()
+	}
 }
 
 // reapLocked forgets draining upstreams that have no request in flight or whose drain timed out. p.mu must be
@@ -336,9 +333,9 @@ func (p *Engine) reapLocked(now time.Time) {
 	kept := p.ups[:0]
 	changed := false
 	for _, u := range p.ups {
-		if u.draining && (u.hc.PendingRequests() == 0 || !now.Before(u.drainUntil)) {
+		if u.draining && (u.inflight.Load() == 0 || !now.Before(u.drainUntil)) {
 			u.removed = true
-			u.hc.CloseIdleConnections()
+			u.closeIdle()
 			changed = true
 			continue
 		}

@@ -136,7 +136,7 @@ func TestDrainTimeout(t *testing.T) {
 		go func() {
 			req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()
 			req.SetRequestURI("http://upstream/hold")
-			done <- p.LBClient().Do(req, resp)
+			done <- doRequest(p, req, resp)
 		}()
 		memnet.Recv(t, started, "request held on a")
 		if err := p.SetServers([]string{addrB}); err != nil {

@@ -3,15 +3,21 @@ package core
 import (
 	"strconv"
 	"time"
-
-	"github.com/valyala/fasthttp"
 )
 
-// Header names, already canonical: no normalization per request.
-var (
-	headerRetryAfter = []byte(fasthttp.HeaderRetryAfter)
-	headerRejectedBy = []byte("Fiberguard-Rejected-By")
+// The rejection headers' names, already canonical (no normalization per request).
+const (
+	HeaderRetryAfter = "Retry-After"
+	HeaderRejectedBy = "Fiberguard-Rejected-By"
 )
+
+// RetryAfter returns the Retry-After value of a rejection (Config.RetryAfter in whole seconds, rounded up), or
+// nil when Config.RetryAfter is negative: send no Retry-After then. The slice is shared: do not modify it.
+func (p *Engine) RetryAfter() []byte { return p.retryAfter }
+
+// RejectedBy returns the Fiberguard-Rejected-By value of a rejection: "upstreampick/" and Config.Name. The slice
+// is shared: do not modify it.
+func (p *Engine) RejectedBy() []byte { return p.rejectedBy }
 
 // retryAfterHeader is the Retry-After value for d: whole seconds, rounded up, at least 1; nil (no header) when
 // d is negative.
@@ -24,16 +30,4 @@ func retryAfterHeader(d time.Duration) []byte {
 		secs++ // no overflow: d/time.Second is far below the largest int64
 	}
 	return strconv.AppendInt(nil, secs, 10)
-}
-
-// SetRejectHeaders prepares the answer to a request no upstream can take, before Picker.Reject calls OnReject:
-// it sets the Retry-After (unless Config.RetryAfter is negative) and Fiberguard-Rejected-By headers on h, and
-// counts req as rejected unless this Engine counted it already, which it does for every request LBClient,
-// BalancingClient or Proxy finds no upstream for. It does not allocate.
-func (p *Engine) SetRejectHeaders(req *fasthttp.Request, h *fasthttp.ResponseHeader) {
-	p.bal.countRejected(req)
-	if p.retryAfter != nil {
-		h.SetCanonical(headerRetryAfter, p.retryAfter)
-	}
-	h.SetCanonical(headerRejectedBy, p.rejectedBy)
 }

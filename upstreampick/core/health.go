@@ -15,7 +15,7 @@ import (
 const unhealthyAfter = 2
 
 // failed records a connection failure; the second in a row makes u unhealthy.
-func (p *Engine) failed(u *upstream) {
+func (p *Engine) failed(u *Upstream) {
 	if u.fails.Add(1) >= unhealthyAfter && u.unhealthy.CompareAndSwap(false, true) {
 		p.mu.Lock()
 		p.rebuildLocked()
@@ -27,7 +27,7 @@ func (p *Engine) failed(u *upstream) {
 // count and, when u was unhealthy, makes it pickable again. With sampled (a health dial), rtt is a connect-time
 // sample for u's average; requests pass none, so samples come at the health checks' steady rate. A request
 // takes no lock unless u recovers.
-func (p *Engine) connected(u *upstream, rtt time.Duration, sampled bool) {
+func (p *Engine) connected(u *Upstream, rtt time.Duration, sampled bool) {
 	if u.fails.Load() != 0 {
 		u.fails.Store(0)
 	}
@@ -68,7 +68,7 @@ func (p *Engine) run() {
 func (p *Engine) round() {
 	p.mu.Lock()
 	p.reapLocked(time.Now())
-	ups := make([]*upstream, 0, len(p.ups))
+	ups := make([]*Upstream, 0, len(p.ups))
 	for _, u := range p.ups {
 		if !u.draining {
 			ups = append(ups, u)
@@ -104,7 +104,7 @@ func (p *Engine) round() {
 // probe resolves u's host (unless it is an IP address), then times a dial to its first address. Name
 // resolution is not timed. With the default dialer on Linux the time is the handshake round trip the kernel
 // measured, when it has one and it is below the wall clock's.
-func (p *Engine) probe(u *upstream) (time.Duration, error) {
+func (p *Engine) probe(u *Upstream) (time.Duration, error) {
 	addr := net.JoinHostPort(u.host, u.port)
 	if !u.literal {
 		ctx, cancel := context.WithTimeout(p.ctx, p.cfg.healthTimeout)

@@ -3,7 +3,6 @@ package core
 import (
 	"context"
 	"errors"
-	"net"
 	"sync"
 	"testing"
 	"time"
@@ -72,7 +71,7 @@ func TestHealthCheckAndRequestRecoverThroughOnePath(t *testing.T) {
 					defer fasthttp.ReleaseRequest(req)
 					defer fasthttp.ReleaseResponse(resp)
 					req.SetRequestURI("http://upstream/")
-					if err := p.bal.send(u, req, resp, time.Now().Add(5*time.Second)); err != nil {
+					if err := send(p, u, req, resp); err != nil {
 						t.Fatal(err)
 					}
 				}
@@ -157,40 +156,6 @@ func TestResolutionFailureCounts(t *testing.T) {
 		eventually(t, "unhealthy", func() bool { u, _ := upstreamStatus(p, "http://upstream.test:80"); return !u.Healthy })
 		if n.Dials("10.0.0.3:80") != 0 {
 			t.Fatal("dialled although the name did not resolve")
-		}
-	})
-}
-
-// TestRequestsDialThroughConfigDial: requests use Config.Dial too, with the configured host, while
-// ConfigureClient's own Dial takes precedence for requests.
-func TestRequestsDialThroughConfigDial(t *testing.T) {
-	bubble(t, func(t *testing.T, n *memnet.Net) {
-		n.Serve(addrA, time.Millisecond, nil)
-		p := picker(n, testConfig(addrA))
-		eventually(t, "measured", func() bool { return allSampled(p) })
-		health := n.Dials(addrA)
-		if err := do(p); err != nil {
-			t.Fatal(err)
-		}
-		if got := n.Dials(addrA) - health; got != 1 {
-			t.Fatalf("%d request dials through Config.Dial, want 1", got)
-		}
-
-		var own int
-		cfg := testConfig(addrB)
-		n.Serve(addrB, time.Millisecond, nil)
-		cfg.ConfigureClient = func(_ string, c *fasthttp.HostClient) {
-			c.Dial = func(addr string) (net.Conn, error) {
-				own++
-				return n.Dial(context.Background(), addr)
-			}
-		}
-		p2 := picker(n, cfg)
-		if err := do(p2); err != nil {
-			t.Fatal(err)
-		}
-		if own != 1 {
-			t.Fatalf("ConfigureClient's Dial used %d times, want 1", own)
 		}
 	})
 }

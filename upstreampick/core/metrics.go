@@ -73,8 +73,8 @@ func (c *collector) Collect(ch chan<- prometheus.Metric) {
 		}
 		return 0
 	}
-	ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(c.p.bal.admitted.Load()), "admitted")
-	ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(c.p.bal.rejected.Load()), "rejected")
+	ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(c.p.admitted.Load()), "admitted")
+	ch <- prometheus.MustNewConstMetric(c.requests, prometheus.CounterValue, float64(c.p.rejected.Load()), "rejected")
 	c.p.mu.Lock()
 	defer c.p.mu.Unlock()
 	for _, u := range c.p.ups {

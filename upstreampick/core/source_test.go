@@ -205,7 +205,7 @@ func TestDiscoverEmptyAnswerKeepsTheSet(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		cfg := dnsConfig(dns, nil, DNS(apiTarget, every))
 		cfg.Registerer = reg
-		p := pickerWith(n, cfg, &logs, nil)
+		p := pickerWith(n, cfg, &logs)
 		start := time.Now()
 		eventually(t, "measured", func() bool { return allSampled(p) })
 		midInterval(t, start, every)
@@ -286,7 +286,7 @@ func TestDiscoverErrorsKeepTheLastGoodSet(t *testing.T) {
 		reg := prometheus.NewRegistry()
 		cfg := dnsConfig(dns, nil, DNS(apiTarget, every))
 		cfg.Registerer = reg
-		p := pickerWith(n, cfg, &logs, nil)
+		p := pickerWith(n, cfg, &logs)
 		start := time.Now()
 		if d := discovery(p, apiTarget); d.ResolvedAt == nil || !d.ResolvedAt.Equal(start) || d.LastErrorAt != nil || d.LastError != "" {
 			t.Fatalf("discovery %+v after NewEngine, want resolved and no error", d)

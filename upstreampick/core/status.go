@@ -65,7 +65,7 @@ type DiscoveryStatus struct {
 
 // Status is Picker.Status.
 func (p *Engine) Status() Status {
-	active := map[*upstream]bool{}
+	active := map[*Upstream]bool{}
 	for _, u := range p.set.Load().items {
 		active[u] = true
 	}
@@ -74,8 +74,8 @@ func (p *Engine) Status() Status {
 	st := Status{
 		Name:      p.cfg.name,
 		Mode:      p.cfg.mode.String(),
-		Admitted:  p.bal.admitted.Load(),
-		Rejected:  p.bal.rejected.Load(),
+		Admitted:  p.admitted.Load(),
+		Rejected:  p.rejected.Load(),
 		Upstreams: make([]UpstreamStatus, 0, len(p.ups)),
 		Discovery: p.discoveryStatusLocked(),
 	}
@@ -91,7 +91,7 @@ func (p *Engine) Status() Status {
 			Tier:       u.tier,
 			Healthy:    !u.unhealthy.Load(),
 			Draining:   u.draining,
-			InFlight:   u.hc.PendingRequests(),
+			InFlight:   int(u.inflight.Load()),
 			Picks:      u.picks.Load(),
 			Active:     active[u],
 			Discovered: u.source,

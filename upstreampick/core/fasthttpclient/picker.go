@@ -1,6 +1,7 @@
-package core
+package fasthttpclient
 
 import (
+	"github.com/fiberguard/fiberguard/upstreampick/core"
 	"github.com/valyala/fasthttp"
 )
 
@@ -21,7 +22,7 @@ type Framework struct {
 	// any other upstream failure: the version's fiber.ErrGatewayTimeout and fiber.ErrBadGateway.
 	GatewayTimeout, BadGateway error
 	// Log receives warnings: the version's log package.
-	Log Logger
+	Log core.Logger
 }
 
 // Picker chooses an upstream for each request and keeps the upstreams' latency, health and drain state. Create
@@ -30,9 +31,10 @@ type Framework struct {
 // C is the framework's request context and H its handler type: an adapter's Picker is
 // Picker[*fiber.Ctx, fiber.Handler] (Fiber v2) or Picker[fiber.Ctx, fiber.Handler] (Fiber v3).
 type Picker[C Ctx, H ~func(C) error] struct {
-	cfg    Config[C, H]
+	cfg    core.Config[C, H]
 	fw     Framework
-	engine *Engine
+	engine *core.Engine
+	client *Client
 }
 
 // NewPicker creates a Picker over config (its zero fields taken from defaults, the adapter's ConfigDefault)
@@ -40,14 +42,16 @@ type Picker[C Ctx, H ~func(C) error] struct {
 // Config.Discover it first resolves every name at once and waits for the answers, each at most half its
 // interval. Until an upstream's first dial completes it is picked like a member of the nearest tier.
 // NewPicker panics, naming the field, when the config is invalid.
-func NewPicker[C Ctx, H ~func(C) error](defaults Config[C, H], fw Framework, config ...Config[C, H]) *Picker[C, H] {
+func NewPicker[C Ctx, H ~func(C) error](defaults core.Config[C, H], fw Framework, config ...core.Config[C, H]) *Picker[C, H] {
 	cfg := defaults
 	if len(config) > 0 {
 		cfg = config[0]
 	}
 	cfg = cfg.WithDefaults(defaults)
 	cfg.Validate()
-	return &Picker[C, H]{cfg: cfg, fw: fw, engine: NewEngine(cfg, fw.Log, fw.NoUpstream)}
+	CheckConfigureClient(cfg.ConfigureClient)
+	e := core.NewEngine(cfg, fw.Log, NewHostClient)
+	return &Picker[C, H]{cfg: cfg, fw: fw, engine: e, client: New(e, fw.NoUpstream)}
 }
 
 // Handler returns a handler that proxies the request to a picked upstream, for apps that need none of
@@ -62,7 +66,7 @@ func (p *Picker[C, H]) handle(c C) error {
 	if p.cfg.Next != nil && p.cfg.Next(c) {
 		return c.Next()
 	}
-	switch p.engine.Proxy(c.Request(), c.Response()) {
+	switch p.client.Proxy(c.Request(), c.Response()) {
 	case Proxied:
 		return nil
 	case Rejected:
@@ -82,7 +86,7 @@ func (p *Picker[C, H]) handle(c C) error {
 //		return picker.Reject(c)
 //	}
 func (p *Picker[C, H]) Reject(c C) error {
-	p.engine.SetRejectHeaders(c.Request(), &c.Response().Header)
+	p.client.SetRejectHeaders(c.Request(), &c.Response().Header)
 	return p.cfg.OnReject(c)
 }
 
@@ -93,10 +97,10 @@ func (p *Picker[C, H]) Reject(c C) error {
 // It holds a single fasthttp.BalancingClient that picks the upstream itself, so LBClient's own least-loaded
 // choice and failure penalty play no part. Its Timeout is Config.Timeout. Every call returns the same client.
 // When no upstream can take a request it returns ErrNoUpstream.
-func (p *Picker[C, H]) LBClient() *fasthttp.LBClient { return p.engine.LBClient() }
+func (p *Picker[C, H]) LBClient() *fasthttp.LBClient { return p.client.LBClient() }
 
 // BalancingClient returns the picker as a fasthttp.BalancingClient, for an LBClient of your own.
-func (p *Picker[C, H]) BalancingClient() fasthttp.BalancingClient { return p.engine.BalancingClient() }
+func (p *Picker[C, H]) BalancingClient() fasthttp.BalancingClient { return p.client }
 
 // SetServers replaces the upstream list; with Config.Discover it replaces the static part only (what
 // Config.Servers listed): discovered upstreams stay, and an empty list, allowed then, leaves only them. New
@@ -115,7 +119,7 @@ func (p *Picker[C, H]) Pick() (server string, ok bool) { return p.engine.Pick() 
 
 // Status returns a fresh view: every upstream, listed ones first (the static servers in their order, then each
 // discovered name's addresses), then draining ones; and every discovered name.
-func (p *Picker[C, H]) Status() Status { return p.engine.Status() }
+func (p *Picker[C, H]) Status() core.Status { return p.engine.Status() }
 
 // Close stops the health checks and the resolutions of Config.Discover, waits for their goroutines to end,
 // unregisters the metrics and closes idle upstream connections; Config.Context being done does the same.

@@ -1,4 +1,4 @@
-package core
+package fasthttpclient
 
 import (
 	"errors"
@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core"
 	"github.com/fiberguard/fiberguard/upstreampick/core/memnet"
 	"github.com/valyala/fasthttp"
 )
@@ -32,8 +33,8 @@ var (
 )
 
 // fakeDefaults is an adapter's ConfigDefault: its OnReject answers 503.
-func fakeDefaults() Config[*fakeCtx, fakeHandler] {
-	return Defaults[*fakeCtx](fakeHandler(func(c *fakeCtx) error {
+func fakeDefaults() core.Config[*fakeCtx, fakeHandler] {
+	return core.Defaults[*fakeCtx](fakeHandler(func(c *fakeCtx) error {
 		c.SetStatusCode(fasthttp.StatusServiceUnavailable)
 		c.SetBodyString("upstreampick: no upstream available\n")
 		return nil
@@ -41,15 +42,15 @@ func fakeDefaults() Config[*fakeCtx, fakeHandler] {
 }
 
 // fakeConfig is testConfig for a Picker over n.
-func fakeConfig(n *memnet.Net, servers ...string) Config[*fakeCtx, fakeHandler] {
+func fakeConfig(n *memnet.Net, servers ...string) core.Config[*fakeCtx, fakeHandler] {
 	c := testConfig(servers...)
-	return Config[*fakeCtx, fakeHandler]{Servers: c.Servers, HealthInterval: c.HealthInterval,
+	return core.Config[*fakeCtx, fakeHandler]{Servers: c.Servers, HealthInterval: c.HealthInterval,
 		HealthTimeout: c.HealthTimeout, Timeout: c.Timeout, Registerer: c.Registerer,
 		ConfigureClient: c.ConfigureClient, Dial: n.Dial}
 }
 
 // newFakePicker creates a Picker over cfg, closed when the bubble ends.
-func newFakePicker(n *memnet.Net, cfg Config[*fakeCtx, fakeHandler]) *Picker[*fakeCtx, fakeHandler] {
+func newFakePicker(n *memnet.Net, cfg core.Config[*fakeCtx, fakeHandler]) *Picker[*fakeCtx, fakeHandler] {
 	p := NewPicker(fakeDefaults(), fakeFramework, cfg)
 	n.Own(p)
 	return p
@@ -131,7 +132,7 @@ func TestNewPickerDefaults(t *testing.T) {
 		p := newFakePicker(n, cfg)
 		got := p.cfg
 		switch {
-		case got.Mode != ModeLatency, got.HealthInterval != time.Second, got.HealthTimeout != 500*time.Millisecond,
+		case got.Mode != core.ModeLatency, got.HealthInterval != time.Second, got.HealthTimeout != 500*time.Millisecond,
 			got.DrainTimeout != 30*time.Second, got.Timeout != 5*time.Second, got.Retries != 0,
 			got.OnReject == nil, got.RetryAfter != time.Second, got.Name != "default",
 			// nil means the default, resolved where it is used.
@@ -158,8 +159,8 @@ func TestNewPickerPanicsOnNilOnReject(t *testing.T) {
 			t.Fatalf("panic %q, want one naming Config.OnReject", msg)
 		}
 	}()
-	def := Defaults[*fakeCtx, fakeHandler](nil)
-	NewPicker(def, fakeFramework, Config[*fakeCtx, fakeHandler]{Servers: []string{"127.0.0.1:1"}, Dial: refuse})
+	def := core.Defaults[*fakeCtx, fakeHandler](nil)
+	NewPicker(def, fakeFramework, core.Config[*fakeCtx, fakeHandler]{Servers: []string{"127.0.0.1:1"}, Dial: refuse})
 	t.Fatal("NewPicker did not panic")
 }
 
@@ -179,4 +180,17 @@ func TestPickerRejectAllocatesNothing(t *testing.T) {
 			t.Fatalf("%v allocations per rejected request, want 0", allocs)
 		}
 	})
+}
+
+// TestNewPickerPanicsOnAnotherClientsConfigureClient: Config.ConfigureClient is typed any (Config names no
+// client package), so a func for another client layer is caught when the Picker is created.
+func TestNewPickerPanicsOnAnotherClientsConfigureClient(t *testing.T) {
+	defer func() {
+		if msg, _ := recover().(string); !strings.HasPrefix(msg, "upstreampick: Config.ConfigureClient must be a func(server string, c *fasthttp.HostClient)") {
+			t.Fatalf("panic %q, want one naming Config.ConfigureClient", msg)
+		}
+	}()
+	NewPicker(fakeDefaults(), fakeFramework, core.Config[*fakeCtx, fakeHandler]{Servers: []string{"127.0.0.1:1"},
+		Dial: refuse, DisableMetrics: true, ConfigureClient: func(*fasthttp.HostClient) {}})
+	t.Fatal("NewPicker did not panic")
 }

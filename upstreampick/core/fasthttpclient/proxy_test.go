@@ -1,4 +1,4 @@
-package core
+package fasthttpclient
 
 import (
 	"testing"
@@ -9,7 +9,7 @@ import (
 )
 
 // proxyOnce sends GET / with a Connection header through p.Proxy, as a server's handler would.
-func proxyOnce(p *Engine) (Outcome, *fasthttp.RequestCtx) {
+func proxyOnce(p engine) (Outcome, *fasthttp.RequestCtx) {
 	var c fasthttp.RequestCtx
 	c.Request.SetRequestURI("http://gateway/")
 	c.Request.Header.Set(fasthttp.HeaderConnection, "keep-alive")

@@ -1,7 +1,9 @@
-package core
+package fasthttpclient
 
 import (
+	"context"
 	"errors"
+	"net"
 	"testing"
 	"time"
 
@@ -49,6 +51,40 @@ func TestDeadUpstreamAttractsNoTraffic(t *testing.T) {
 		// It failed fast and was tried at most twice (health dial + one proxied dial, or two proxied dials).
 		if u.Picks > 2 {
 			t.Fatalf("dead upstream picked %d times, want at most 2", u.Picks)
+		}
+	})
+}
+
+// TestRequestsDialThroughConfigDial: requests use Config.Dial too, with the configured host, while
+// ConfigureClient's own Dial takes precedence for requests.
+func TestRequestsDialThroughConfigDial(t *testing.T) {
+	bubble(t, func(t *testing.T, n *memnet.Net) {
+		n.Serve(addrA, time.Millisecond, nil)
+		p := picker(n, testConfig(addrA))
+		eventually(t, "measured", func() bool { return allSampled(p) })
+		health := n.Dials(addrA)
+		if err := do(p); err != nil {
+			t.Fatal(err)
+		}
+		if got := n.Dials(addrA) - health; got != 1 {
+			t.Fatalf("%d request dials through Config.Dial, want 1", got)
+		}
+
+		var own int
+		cfg := testConfig(addrB)
+		n.Serve(addrB, time.Millisecond, nil)
+		cfg.ConfigureClient = func(_ string, c *fasthttp.HostClient) {
+			c.Dial = func(addr string) (net.Conn, error) {
+				own++
+				return n.Dial(context.Background(), addr)
+			}
+		}
+		p2 := picker(n, cfg)
+		if err := do(p2); err != nil {
+			t.Fatal(err)
+		}
+		if own != 1 {
+			t.Fatalf("ConfigureClient's Dial used %d times, want 1", own)
 		}
 	})
 }

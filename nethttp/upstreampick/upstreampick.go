@@ -29,7 +29,30 @@ import (
 	"github.com/fiberguard/fiberguard/upstreampick/core"
 )
 
-// Config defines the config for the middleware.
+// Config defines the config for the middleware: the core's Config (core.Config, where each field is documented
+// in full) with this framework's types. A zero field takes its default, from ConfigDefault; an invalid one
+// makes New panic, naming the field. The fields and their defaults:
+//
+//   - Next func(c *http.Request) bool: nil
+//   - Servers []string: none: required, unless Discover names at least one name.
+//   - Discover []Discovery: nil (Servers only)
+//   - Mode Mode: ModeLatency
+//   - HealthInterval time.Duration: 1 * time.Second
+//   - HealthTimeout time.Duration: HealthInterval / 2
+//   - DrainTimeout time.Duration: 30 * time.Second
+//   - Timeout time.Duration: 1 * time.Second
+//   - Retries int: 2
+//   - ConfigureClient any: nil
+//   - Resolver Resolver: nil (net.DefaultResolver)
+//   - LookupHost func(ctx context.Context, host string) (addrs []string, err error): nil
+//     (net.DefaultResolver.LookupHost)
+//   - Dial func(ctx context.Context, addr string) (net.Conn, error): nil (a net.Dialer over TCP)
+//   - OnReject http.Handler: 503 with the body "upstreampick: no upstream available\n" (the adapter's ConfigDefault)
+//   - RetryAfter time.Duration: time.Second
+//   - Name string: "default"
+//   - Registerer prometheus.Registerer: nil (prometheus.DefaultRegisterer)
+//   - DisableMetrics bool: false
+//   - Context context.Context: nil (runs until Close)
 type Config = core.Config[*http.Request, http.Handler]
 
 // rejectBody is the default rejection's body, the Fiber adapters' text.

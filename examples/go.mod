@@ -7,6 +7,7 @@ require (
 	github.com/fiberguard/fiberguard/nethttp/loadshed v0.0.0
 	github.com/fiberguard/fiberguard/nethttp/rebalance v0.0.0
 	github.com/fiberguard/fiberguard/nethttp/throttle v0.0.0
+	github.com/fiberguard/fiberguard/nethttp/upstreampick v0.0.0
 	github.com/fiberguard/fiberguard/throttle v0.0.0
 	github.com/fiberguard/fiberguard/upstreampick v0.0.0
 	github.com/go-chi/chi/v5 v5.5.0
@@ -95,3 +96,5 @@ replace github.com/fiberguard/fiberguard/nethttp/loadshed => ../nethttp/loadshed
 replace github.com/fiberguard/fiberguard/nethttp/throttle => ../nethttp/throttle
 
 replace github.com/fiberguard/fiberguard/nethttp/rebalance => ../nethttp/rebalance
+
+replace github.com/fiberguard/fiberguard/nethttp/upstreampick => ../nethttp/upstreampick

@@ -5,8 +5,9 @@
 //	go run ./examples/chi                        # listens on 127.0.0.1:8083
 //	FIBERGUARD_ADDR=127.0.0.1:0 go run ./examples/chi
 //
-// Routes: GET /work?ms=N (N ms of CPU behind the global loadshed and a throttle), GET /status (every module's
-// Status) and GET /metrics. rebalance is on when FIBERGUARD_PROMETHEUS_URL names the Prometheus that scrapes
+// Routes: GET /work?ms=N&wait=M (N ms of CPU and M ms of waiting behind the global loadshed and a throttle), ANY
+// /proxy/... (upstreampick's reverse proxy over two in-process upstreams), GET /status (every module's Status)
+// and GET /metrics. rebalance is on when FIBERGUARD_PROMETHEUS_URL names the Prometheus that scrapes
 // every node.
 package main
 
@@ -28,6 +29,7 @@ func handler(a *httpapp.App) http.Handler {
 	r := chi.NewRouter()
 	r.Use(a.Global)
 	r.Method(http.MethodGet, "/work", a.Work)
+	r.Handle("/proxy/*", a.Proxy)
 	r.Method(http.MethodGet, "/status", a.Status)
 	r.Method(http.MethodGet, "/metrics", a.Metrics)
 	return r
@@ -37,12 +39,15 @@ func main() { demo.Main(run) }
 
 // run serves the app on FIBERGUARD_ADDR until ctx ends.
 func run(ctx context.Context, getenv func(string) string, logger *log.Logger) error {
-	a := httpapp.New(getenv)
+	a, err := httpapp.New(getenv)
+	if err != nil {
+		return err
+	}
 	defer a.Close()
 	ln, err := demo.Listen(getenv, "tcp4", defaultAddr)
 	if err != nil {
 		return fmt.Errorf("chi example: %w", err)
 	}
-	logger.Printf("fiberguard net/http example (chi) on http://%s (GET /work, /status, /metrics)", ln.Addr())
+	logger.Printf("fiberguard net/http example (chi) on http://%s (GET /work, ANY /proxy/, GET /status, /metrics)", ln.Addr())
 	return httpapp.Serve(ctx, ln, handler(a), a.ConnState)
 }

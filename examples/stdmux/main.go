@@ -4,8 +4,9 @@
 //	go run ./examples/stdmux                        # listens on 127.0.0.1:8082
 //	FIBERGUARD_ADDR=127.0.0.1:0 go run ./examples/stdmux
 //
-// Routes: GET /work?ms=N (N ms of CPU behind the global loadshed and a throttle), GET /status (every module's
-// Status) and GET /metrics. rebalance is on when FIBERGUARD_PROMETHEUS_URL names the Prometheus that scrapes
+// Routes: GET /work?ms=N&wait=M (N ms of CPU and M ms of waiting behind the global loadshed and a throttle), ANY
+// /proxy/... (upstreampick's reverse proxy over two in-process upstreams), GET /status (every module's Status)
+// and GET /metrics. rebalance is on when FIBERGUARD_PROMETHEUS_URL names the Prometheus that scrapes
 // every node.
 package main
 
@@ -25,6 +26,7 @@ const defaultAddr = "127.0.0.1:8082"
 func handler(a *httpapp.App) http.Handler {
 	mux := http.NewServeMux()
 	mux.Handle("GET /work", a.Work)
+	mux.Handle("/proxy/", a.Proxy)
 	mux.Handle("GET /status", a.Status)
 	mux.Handle("GET /metrics", a.Metrics)
 	return a.Global(mux)
@@ -34,12 +36,15 @@ func main() { demo.Main(run) }
 
 // run serves the app on FIBERGUARD_ADDR until ctx ends.
 func run(ctx context.Context, getenv func(string) string, logger *log.Logger) error {
-	a := httpapp.New(getenv)
+	a, err := httpapp.New(getenv)
+	if err != nil {
+		return err
+	}
 	defer a.Close()
 	ln, err := demo.Listen(getenv, "tcp4", defaultAddr)
 	if err != nil {
 		return fmt.Errorf("stdmux example: %w", err)
 	}
-	logger.Printf("fiberguard net/http example (ServeMux) on http://%s (GET /work, /status, /metrics)", ln.Addr())
+	logger.Printf("fiberguard net/http example (ServeMux) on http://%s (GET /work, ANY /proxy/, GET /status, /metrics)", ln.Addr())
 	return httpapp.Serve(ctx, ln, handler(a), a.ConnState)
 }

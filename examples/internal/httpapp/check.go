@@ -29,6 +29,18 @@ func Check(t testing.TB, a *App, h http.Handler, wantRebalance bool) {
 		return resp.StatusCode, resp.Header.Get("Fiberguard-Rejected-By"), string(body)
 	}
 
+	// Proxied: both in-process upstreams answer, the path reaches them.
+	seen := map[string]bool{}
+	for range 40 {
+		code, _, body := get("/proxy/hello?x=1")
+		if code != 200 || !strings.HasSuffix(body, " GET /hello\n") {
+			t.Fatalf("/proxy/hello: %d %q", code, body)
+		}
+		seen[strings.Fields(body)[0]] = true
+	}
+	if len(seen) != 2 {
+		t.Fatalf("answered by %v, want both upstreams (each misses 40 picks with p < 1e-11)", seen)
+	}
 	if code, _, body := get("/work?ms=1"); code != 200 || body != "worked 1ms\n" {
 		t.Fatalf("/work?ms=1: %d %q", code, body)
 	}
@@ -62,7 +74,7 @@ func Check(t testing.TB, a *App, h http.Handler, wantRebalance bool) {
 	if code != 200 || json.Unmarshal([]byte(body), &status) != nil {
 		t.Fatalf("/status: %d %s", code, body)
 	}
-	for _, m := range []string{"loadshed", "throttle"} {
+	for _, m := range []string{"loadshed", "throttle", "upstreampick"} {
 		if !strings.Contains(string(status[m]), `"name":"default"`) {
 			t.Errorf("/status[%s] = %s", m, status[m])
 		}
@@ -71,7 +83,7 @@ func Check(t testing.TB, a *App, h http.Handler, wantRebalance bool) {
 		t.Errorf("/status has rebalance: %v, want %v", ok, wantRebalance)
 	}
 	_, _, metrics := get("/metrics")
-	for _, m := range []string{"fiberguard_loadshed_load", "fiberguard_throttle_window"} {
+	for _, m := range []string{"fiberguard_loadshed_load", "fiberguard_throttle_window", "fiberguard_upstreampick_picks_total"} {
 		if !strings.Contains(metrics, m+"{") {
 			t.Errorf("/metrics lacks %s", m)
 		}

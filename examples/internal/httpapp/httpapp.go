@@ -4,6 +4,8 @@
 package httpapp
 
 import (
+	"github.com/fiberguard/fiberguard/examples/internal/demo"
+
 	"context"
 	"crypto/sha256"
 	"encoding/json"
@@ -16,6 +18,7 @@ import (
 	"github.com/fiberguard/fiberguard/nethttp/loadshed"
 	"github.com/fiberguard/fiberguard/nethttp/rebalance"
 	"github.com/fiberguard/fiberguard/nethttp/throttle"
+	"github.com/fiberguard/fiberguard/nethttp/upstreampick"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
 )
@@ -28,6 +31,9 @@ type App struct {
 	// Work serves GET /work?ms=N&wait=M: N ms of CPU (default 5), then M ms of waiting as on a backend (default
 	// 0), behind a throttle whose in-process trigger fires while more than 4 requests are in it.
 	Work http.Handler
+	// Proxy serves ANY /proxy/...: upstreampick's reverse proxy over two in-process upstreams, the nearest healthy
+	// one by health-check round trip.
+	Proxy http.Handler
 	// Status serves every module's Status as JSON; Metrics the Prometheus metrics.
 	Status, Metrics http.Handler
 	// ConnState counts the server's connections for rebalance: the server's ConnState hook.
@@ -40,7 +46,7 @@ type App struct {
 func observing(r *http.Request) bool { return r.URL.Path == "/status" || r.URL.Path == "/metrics" }
 
 // New builds the modules; Close stops them.
-func New(getenv func(string) string) *App {
+func New(getenv func(string) string) (*App, error) {
 	a := &App{ConnState: func(net.Conn, http.ConnState) {}}
 	reg := prometheus.NewRegistry()
 	status := map[string]func() any{}
@@ -83,6 +89,21 @@ func New(getenv func(string) string) *App {
 		_, _ = w.Write([]byte("worked " + strconv.Itoa(ms) + "ms\n"))
 	}))
 
+	var servers []string
+	for _, name := range []string{"site-a", "site-b"} {
+		addr, stop, err := demo.Upstream(name, "/proxy")
+		if err != nil {
+			a.Close()
+			return nil, err
+		}
+		a.stops = append(a.stops, stop)
+		servers = append(servers, "http://"+addr)
+	}
+	picker := upstreampick.NewPicker(upstreampick.Config{Servers: servers, Registerer: reg})
+	a.stops = append(a.stops, func() { _ = picker.Close() })
+	status["upstreampick"] = func() any { return picker.Status() }
+	a.Proxy = picker
+
 	a.Metrics = promhttp.HandlerFor(reg, promhttp.HandlerOpts{})
 	a.Status = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
 		out := make(map[string]any, len(status))
@@ -92,7 +113,7 @@ func New(getenv func(string) string) *App {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(out)
 	})
-	return a
+	return a, nil
 }
 
 // param is the query parameter name of r as an integer in [0, 1000], def when absent.

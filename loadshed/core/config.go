@@ -238,7 +238,10 @@ func (c Config[C, H]) validateSettings() {
 func isNil[H any](h H) bool {
 	v := reflect.ValueOf(&h).Elem()
 	switch v.Kind() {
-	case reflect.Func, reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan:
+	case reflect.Interface:
+		// A handler interface holding a nil func (http.HandlerFunc(nil)) would panic when called: nil too.
+		return v.IsNil() || v.Elem().Kind() == reflect.Func && v.Elem().IsNil()
+	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan:
 		return v.IsNil()
 	}
 	return false

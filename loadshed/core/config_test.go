@@ -121,3 +121,19 @@ func TestWithDefaultsFillsOnlyZeroFields(t *testing.T) {
 		t.Errorf("WithDefaults of the zero Config = %+v, want the defaults %+v", got, testDefaults)
 	}
 }
+
+// A handler interface holding a nil func is as nil as the interface itself: it would panic when called.
+func TestIsNilSeesANilFuncInAnInterface(t *testing.T) {
+	type handler interface{ serve() }
+	var none handler
+	var nilFunc handler = handlerFunc(nil)
+	var someFunc handler = handlerFunc(func() {})
+	if !isNil(none) || !isNil(nilFunc) || isNil(someFunc) || !isNil[func()](nil) || isNil("reject") {
+		t.Fatalf("isNil: nil interface %v, interface of a nil func %v, of a func %v, nil func %v, a string %v",
+			isNil(none), isNil(nilFunc), isNil(someFunc), isNil[func()](nil), isNil("reject"))
+	}
+}
+
+type handlerFunc func()
+
+func (f handlerFunc) serve() { f() }

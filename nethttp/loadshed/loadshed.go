@@ -86,10 +86,6 @@ func NewShedder(config ...Config) *Shedder {
 		cfg = config[0].WithDefaults(ConfigDefault)
 	}
 	cfg.Validate()
-	// A nil func in a non-nil http.Handler passes Validate's nil check and would panic on the first rejection.
-	if f, ok := cfg.OnReject.(http.HandlerFunc); ok && f == nil {
-		panic("loadshed: Config.OnReject must not be nil")
-	}
 	e := core.NewEngine(cfg, nil)
 	s := &Shedder{
 		engine:     e,

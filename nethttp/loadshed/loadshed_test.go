@@ -465,7 +465,6 @@ func TestConfigPanicsNameTheField(t *testing.T) {
 		{"Config.Upper", loadshed.Config{Lower: 0.9, Upper: 0.8}},
 		{"Config.Name", loadshed.Config{Name: "api\r\nX-Injected: 1"}},
 		{"Config.Smoothing", loadshed.Config{Smoothing: 2}},
-		{"Config.OnReject", loadshed.Config{OnReject: http.HandlerFunc(nil)}},
 	} {
 		func() {
 			defer func() {
@@ -517,4 +516,25 @@ func TestInstancesShareARegistry(t *testing.T) {
 			t.Fatalf("%d series of fiberguard_loadshed_load, want 2 (a and b)", len(mf.GetMetric()))
 		}
 	}
+}
+
+// A nil handler func is a zero OnReject: it takes the default's; a ConfigDefault without one cannot be served.
+func TestNilHandlerFuncOnReject(t *testing.T) {
+	s := loadshed.NewShedder(loadshed.Config{OnReject: http.HandlerFunc(nil), DisableMetrics: true,
+		Signal: loadshed.SignalFunc(func() (float64, error) { return 1, nil })})
+	defer s.Close()
+	rec := httptest.NewRecorder()
+	s.Handler()(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))
+	if rec.Code != 503 || rec.Body.String() != "loadshed: overloaded, retry later\n" {
+		t.Fatalf("OnReject http.HandlerFunc(nil): %d %q, want the default rejection", rec.Code, rec.Body.String())
+	}
+	saved := loadshed.ConfigDefault
+	defer func() { loadshed.ConfigDefault = saved }()
+	loadshed.ConfigDefault.OnReject = http.HandlerFunc(nil)
+	defer func() {
+		if msg, _ := recover().(string); msg != "loadshed: Config.OnReject must not be nil" {
+			t.Fatalf("ConfigDefault.OnReject nil: panic %q, want one naming Config.OnReject", msg)
+		}
+	}()
+	loadshed.NewShedder(loadshed.Config{DisableMetrics: true})
 }

@@ -85,10 +85,6 @@ func NewThrottler(config ...Config) *Throttler {
 	// ConfigDefault itself still goes through WithDefaults: it sets the triggers' default timeout.
 	cfg = cfg.WithDefaults(ConfigDefault)
 	cfg.Validate()
-	// A nil func in a non-nil http.Handler passes Validate's nil check and would panic on the first rejection.
-	if f, ok := cfg.OnReject.(http.HandlerFunc); ok && f == nil {
-		panic("throttle: Config.OnReject must not be nil")
-	}
 	e := core.NewEngine(cfg, nil)
 	t := &Throttler{
 		next:       cfg.Next,

@@ -357,7 +357,6 @@ func TestNewPanicsOnBadConfig(t *testing.T) {
 		{"trigger with neither", throttle.Config{Triggers: []throttle.Trigger{{Name: "x"}}}, "Config.Triggers[0].Query"},
 		{"negative timeout", throttle.Config{Timeout: -time.Second}, "Config.Timeout"},
 		{"name breaking the header", throttle.Config{Name: "api\r\nSet-Cookie: x"}, "Config.Name must not contain control characters"},
-		{"nil handler func", throttle.Config{OnReject: http.HandlerFunc(nil)}, "Config.OnReject must not be nil"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			defer func() {
@@ -564,4 +563,17 @@ func TestHandlerAllocatesNothing(t *testing.T) {
 			}
 		})
 	}
+}
+
+// A nil handler func is a zero OnReject: it takes the default's; a ConfigDefault without one cannot be served.
+func TestNilHandlerFuncOnReject(t *testing.T) {
+	saved := throttle.ConfigDefault
+	defer func() { throttle.ConfigDefault = saved }()
+	throttle.ConfigDefault.OnReject = http.HandlerFunc(nil)
+	defer func() {
+		if msg, _ := recover().(string); !strings.Contains(msg, "Config.OnReject must not be nil") {
+			t.Fatalf("ConfigDefault.OnReject nil: panic %q, want one naming Config.OnReject", msg)
+		}
+	}()
+	throttle.NewThrottler(throttle.Config{OnReject: http.HandlerFunc(nil), DisableMetrics: true})
 }

@@ -242,7 +242,10 @@ func (c Config[C, H]) validateEngine() {
 func isNil[T any](v T) bool {
 	r := reflect.ValueOf(&v).Elem()
 	switch r.Kind() {
-	case reflect.Func, reflect.Interface, reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan:
+	case reflect.Interface:
+		// A handler interface holding a nil func (http.HandlerFunc(nil)) would panic when called: nil too.
+		return r.IsNil() || r.Elem().Kind() == reflect.Func && r.Elem().IsNil()
+	case reflect.Func, reflect.Pointer, reflect.Map, reflect.Slice, reflect.Chan:
 		return r.IsNil()
 	}
 	return false

@@ -1,8 +1,13 @@
+// Package fiberglue is the rebalance middleware the Fiber adapters share, generic over the Fiber version's request
+// context: Rebalancer, which asks the core's Engine once per response whether to close its connection, over the
+// fasthttp request context each Fiber version reaches differently (Framework). It is apart from the core so that a
+// net/http build of the core compiles no fasthttp.
 package fiberglue
 
 import (
-	"github.com/fiberguard/fiberguard/rebalance/core"
 	"sync/atomic"
+
+	"github.com/fiberguard/fiberguard/rebalance/core"
 
 	"github.com/valyala/fasthttp"
 )

@@ -18,6 +18,8 @@ import (
 	"flag"
 	"log"
 	"os"
+
+	"github.com/fiberguard/fiberguard/bench/gozero"
 )
 
 func main() {
@@ -27,6 +29,9 @@ func main() {
 		}
 		return
 	}
+	// The driver links go-zero too (for the apps it re-executes): its statistics, every minute, would land in the
+	// tables on stdout.
+	gozero.DisableLogs()
 	p, err := parseFlags(os.Args[1:], os.Stderr)
 	if errors.Is(err, flag.ErrHelp) {
 		return

@@ -4,6 +4,8 @@ go 1.26.0
 
 replace github.com/fiberguard/fiberguard/loadshed => ../loadshed
 
+replace github.com/fiberguard/fiberguard/nethttp/loadshed => ../nethttp/loadshed
+
 replace github.com/fiberguard/fiberguard/throttle => ../throttle
 
 replace github.com/fiberguard/fiberguard/upstreampick => ../upstreampick
@@ -11,6 +13,7 @@ replace github.com/fiberguard/fiberguard/upstreampick => ../upstreampick
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/fiberguard/fiberguard/loadshed v0.0.0
+	github.com/fiberguard/fiberguard/nethttp/loadshed v0.0.0
 	github.com/fiberguard/fiberguard/throttle v0.0.0
 	github.com/fiberguard/fiberguard/throttle/core v0.0.0
 	github.com/fiberguard/fiberguard/upstreampick v0.0.0

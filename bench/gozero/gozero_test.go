@@ -2,6 +2,8 @@ package gozero
 
 import (
 	"errors"
+	"net/http"
+	"net/http/httptest"
 	"slices"
 	"testing"
 
@@ -72,5 +74,58 @@ func TestMiddleware(t *testing.T) {
 	}
 	if len(s.told) != 4 {
 		t.Fatalf("a shed request was reported: %v", s.told)
+	}
+}
+
+func TestHTTPMiddleware(t *testing.T) {
+	s := &shedder{}
+	h := HTTPMiddleware(s)(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch r.URL.Path {
+		case "/panic":
+			panic(http.ErrAbortHandler)
+		case "/500":
+			w.WriteHeader(http.StatusInternalServerError)
+			w.WriteHeader(http.StatusOK) // superfluous: the first status is the answer
+		case "/404":
+			http.NotFound(w, r)
+		case "/body":
+			_, _ = w.Write([]byte("ok")) // 200 without WriteHeader
+			w.WriteHeader(http.StatusInternalServerError)
+		}
+	}))
+	get := func(path string) int {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, path, nil))
+		return rec.Code
+	}
+
+	for _, path := range []string{"/200", "/404", "/body", "/500"} {
+		get(path)
+	}
+	func() {
+		defer func() {
+			if recover() == nil {
+				t.Error("the handler's panic was swallowed")
+			}
+		}()
+		get("/panic")
+	}()
+	if want := []string{"pass", "pass", "pass", "fail", "fail"}; !slices.Equal(s.told, want) {
+		t.Fatalf("told %v for 200, 404, a body, 500, a panic; want %v", s.told, want)
+	}
+	s.overloaded = true
+	if got := get("/200"); got != http.StatusServiceUnavailable {
+		t.Fatalf("overloaded: status %d, want 503", got)
+	}
+	if len(s.told) != 5 {
+		t.Fatalf("a shed request was reported: %v", s.told)
+	}
+}
+
+// TestCodeWriterUnwrap: http.ResponseController reaches the server's writer through the middleware.
+func TestCodeWriterUnwrap(t *testing.T) {
+	rec := httptest.NewRecorder()
+	if err := http.NewResponseController(&codeWriter{ResponseWriter: rec}).Flush(); err != nil || !rec.Flushed {
+		t.Fatalf("Flush through the middleware: %v, flushed %v", err, rec.Flushed)
 	}
 }

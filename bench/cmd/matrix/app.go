@@ -4,6 +4,7 @@ import (
 	"flag"
 	"fmt"
 	"log"
+	"net/http"
 	"runtime"
 	"strconv"
 	"sync/atomic"
@@ -17,6 +18,7 @@ import (
 	"github.com/fiberguard/fiberguard/bench/gozero"
 	"github.com/fiberguard/fiberguard/bench/internal/scenario"
 	"github.com/fiberguard/fiberguard/loadshed"
+	nhloadshed "github.com/fiberguard/fiberguard/nethttp/loadshed"
 )
 
 // CPU per request of each handler.
@@ -31,8 +33,9 @@ const (
 )
 
 // appArgs are the app's arguments: the driver's binary re-executed as the app of one run.
-func appArgs(mode, handler, procs string, perMs int) []string {
-	return []string{serveFlag, mode, "-handler", handler, "-gomaxprocs", procs, "-per-ms", strconv.Itoa(perMs)}
+func appArgs(framework, mode, handler, procs string, perMs int) []string {
+	return []string{serveFlag, mode, "-framework", framework, "-handler", handler, "-gomaxprocs", procs, "-per-ms",
+		strconv.Itoa(perMs)}
 }
 
 // serve is the app process. It joins its groups (scenario.AwaitStart sets the GOMAXPROCS Go chooses there), then
@@ -40,6 +43,7 @@ func appArgs(mode, handler, procs string, perMs int) []string {
 func serve(args []string) error {
 	fs := flag.NewFlagSet("matrix -serve", flag.ContinueOnError)
 	mode := fs.String("serve", "", "the app: "+fmt.Sprint(modes))
+	framework := fs.String("framework", "fiber", "the app's framework: "+fmt.Sprint(frameworks))
 	handler := fs.String("handler", "cpu", "what GET /work does")
 	procs := fs.String("gomaxprocs", "default", "GOMAXPROCS, or default")
 	perMs := fs.Int("per-ms", 1, "hash iterations per millisecond of CPU")
@@ -58,12 +62,41 @@ func serve(args []string) error {
 		}
 		runtime.GOMAXPROCS(n)
 	}
-	work, err := workHandler(*handler, *perMs)
+	work, err := workFunc(*handler, *perMs)
 	if err != nil {
 		return err
 	}
-	spec := scenario.AppSpec{Work: work}
-	switch *mode {
+	var stop func()
+	switch *framework {
+	case "fiber":
+		var app *fiber.App
+		if app, stop, err = fiberApp(*mode, work); err != nil {
+			return err
+		}
+		defer stop()
+		log.Printf("app %s, handler %s: GOMAXPROCS %d", *mode, *handler, runtime.GOMAXPROCS(0))
+		return app.Listen(*addr) // the driver kills this process to stop it
+	case "nethttp":
+		var app http.Handler
+		if app, stop, err = httpApp(*mode, work); err != nil {
+			return err
+		}
+		defer stop()
+		log.Printf("app %s (net/http), handler %s: GOMAXPROCS %d", *mode, *handler, runtime.GOMAXPROCS(0))
+		return scenario.ListenHTTP(app, *addr) // the driver kills this process to stop it
+	}
+	return fmt.Errorf("unknown framework %q", *framework)
+}
+
+// fiberApp is the Fiber v2 app of a mode, its shedder a Fiber middleware before GET /work, and what stops the
+// shedder.
+func fiberApp(mode string, work func() [32]byte) (*fiber.App, func(), error) {
+	spec := scenario.AppSpec{Work: func(c *fiber.Ctx) error {
+		sum := work()
+		return c.Send(sum[:4])
+	}}
+	stop := func() {}
+	switch mode {
 	case "plain":
 	case "failsafe":
 		spec.Middleware = bench.FailsafeMiddleware(adaptivelimiter.NewWithDefaults[any]())
@@ -71,47 +104,75 @@ func serve(args []string) error {
 		spec.Middleware = gozero.Middleware(load.NewAdaptiveShedder())
 	case "loadshed", "loadshed-cpu":
 		var cfg loadshed.Config // the library's default: no Signal set
-		if *mode == "loadshed-cpu" {
+		if mode == "loadshed-cpu" {
+			var err error
 			if cfg.Signal, err = bench.Signal("cpu"); err != nil {
-				return err
+				return nil, nil, err
 			}
 		}
 		s := loadshed.NewShedder(cfg)
-		defer func() { _ = s.Close() }()
+		stop = func() { _ = s.Close() }
 		spec.Middleware, spec.Stats = s.Handler(), func() any { return s.Status() }
 	default:
-		return fmt.Errorf("unknown mode %q", *mode)
+		return nil, nil, fmt.Errorf("unknown mode %q", mode)
 	}
-	log.Printf("app %s, handler %s: GOMAXPROCS %d", *mode, *handler, runtime.GOMAXPROCS(0))
-	return scenario.NewApp(spec).Listen(*addr) // the driver kills this process to stop it
+	return scenario.NewApp(spec), stop, nil
 }
 
-// workHandler is GET /work: cpu burns ~1 ms; mixed burns ~5 ms on every tenth request (by arrival count) and
-// ~0.2 ms on the others; wait sleeps 20 ms and burns ~0.05 ms.
-func workHandler(name string, perMs int) (fiber.Handler, error) {
-	iters := func(d time.Duration) int { return max(1, int(float64(perMs)*d.Seconds()*1000+0.5)) }
-	burn := func(c *fiber.Ctx, n int) error {
-		sum := scenario.Burn(n)
-		return c.Send(sum[:4])
+// httpApp is the net/http app of a mode: the same shedders, each a net/http middleware (loadshed through its
+// net/http adapter) before the same GET /work, on the standard library's ServeMux; and what stops the shedder.
+func httpApp(mode string, work func() [32]byte) (http.Handler, func(), error) {
+	spec := scenario.HTTPAppSpec{Work: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
+		sum := work()
+		_, _ = w.Write(sum[:4])
+	})}
+	stop := func() {}
+	switch mode {
+	case "plain":
+	case "failsafe":
+		spec.Middleware = bench.FailsafeHTTPMiddleware(adaptivelimiter.NewWithDefaults[any]())
+	case "gozero":
+		spec.Middleware = gozero.HTTPMiddleware(load.NewAdaptiveShedder())
+	case "loadshed", "loadshed-cpu":
+		var cfg nhloadshed.Config // the library's default: no Signal set
+		if mode == "loadshed-cpu" {
+			var err error
+			if cfg.Signal, err = bench.Signal("cpu"); err != nil {
+				return nil, nil, err
+			}
+		}
+		s := nhloadshed.NewShedder(cfg)
+		stop = func() { _ = s.Close() }
+		spec.Middleware, spec.Stats = s.Handler(), func() any { return s.Status() }
+	default:
+		return nil, nil, fmt.Errorf("unknown mode %q", mode)
 	}
+	return scenario.NewHTTPApp(spec), stop, nil
+}
+
+// workFunc is the work of GET /work, shared by both frameworks' handlers; it returns the hash the handler answers
+// with the first 4 bytes of. cpu burns ~1 ms; mixed burns ~5 ms on every tenth request (by arrival count) and
+// ~0.2 ms on the others; wait sleeps 20 ms and burns ~0.05 ms.
+func workFunc(name string, perMs int) (func() [32]byte, error) {
+	iters := func(d time.Duration) int { return max(1, int(float64(perMs)*d.Seconds()*1000+0.5)) }
 	switch name {
 	case "cpu":
 		n := iters(cpuWork)
-		return func(c *fiber.Ctx) error { return burn(c, n) }, nil
+		return func() [32]byte { return scenario.Burn(n) }, nil
 	case "mixed":
 		fast, slow := iters(fastWork), iters(slowWork)
 		var count atomic.Uint64
-		return func(c *fiber.Ctx) error {
+		return func() [32]byte {
 			if slowAt(count.Add(1) - 1) {
-				return burn(c, slow)
+				return scenario.Burn(slow)
 			}
-			return burn(c, fast)
+			return scenario.Burn(fast)
 		}, nil
 	case "wait":
 		n := iters(waitWork)
-		return func(c *fiber.Ctx) error {
+		return func() [32]byte {
 			time.Sleep(waitSleep)
-			return burn(c, n)
+			return scenario.Burn(n)
 		}, nil
 	}
 	return nil, fmt.Errorf("unknown handler %q", name)

@@ -22,5 +22,8 @@ func TestMain(m *testing.M) {
 		goleak.IgnoreTopFunction("github.com/go-kratos/aegis/internal/cpu.init.0.func1"),
 		goleak.IgnoreTopFunction("github.com/go-kratos/aegis/ratelimit/bbr.cpuproc"),
 		goleak.IgnoreTopFunction("github.com/zeromicro/go-zero/core/stat.init.1.func1"),
-		goleak.IgnoreTopFunction("github.com/zeromicro/go-zero/core/proc.init.1.func1"))
+		goleak.IgnoreTopFunction("github.com/zeromicro/go-zero/core/proc.init.1.func1"),
+		// fasthttp keeps its Date header current from the first request a Fiber app serves, for the life of the
+		// process.
+		goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"))
 }

@@ -37,6 +37,7 @@ const (
 
 // cell is where the app runs and what it serves.
 type cell struct {
+	framework  string // of every app of the cell
 	quota      quota
 	procs      string // GOMAXPROCS: "default" or an integer
 	handler    string
@@ -51,6 +52,9 @@ func (c cell) String() string {
 	s := fmt.Sprintf("%s · GOMAXPROCS %s · %s", q, c.procs, c.handler)
 	if c.neighbours {
 		s += " · neighbours"
+	}
+	if c.framework == "nethttp" {
+		s += " · net/http"
 	}
 	return s
 }
@@ -77,14 +81,14 @@ func (p params) cells() []cell {
 	for _, q := range p.quotas {
 		for _, procs := range p.procs {
 			for _, h := range p.handlers {
-				out = append(out, cell{quota: q, procs: procs, handler: h})
+				out = append(out, cell{framework: p.framework, quota: q, procs: procs, handler: h})
 			}
 		}
 	}
 	if p.neighbours {
 		for _, procs := range p.procs {
 			for _, h := range p.handlers {
-				if c := (cell{quota: quota{name: "none"}, procs: procs, handler: h, neighbours: true}); c.cpuBound() {
+				if c := (cell{framework: p.framework, quota: quota{name: "none"}, procs: procs, handler: h, neighbours: true}); c.cpuBound() {
 					out = append(out, c)
 				}
 			}
@@ -319,7 +323,7 @@ func (d *driver) measure(c cell, mode, what string, f func(base string) scenario
 		d.ahead.Round(time.Second), c, what, mode)
 	d.ahead -= expected + appOverhead
 	a, err := scenario.StartApp(scenario.AppOptions{
-		Args:   appArgs(mode, c.handler, c.procs, d.perMs),
+		Args:   appArgs(c.framework, mode, c.handler, c.procs, d.perMs),
 		Groups: []*scenario.Group{d.group},
 		Nice:   0, // whatever this driver's
 	})

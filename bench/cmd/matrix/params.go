@@ -17,11 +17,15 @@ import (
 // modes are the apps compared in every cell, in table order.
 var modes = []string{"plain", "failsafe", "gozero", "loadshed", "loadshed-cpu"}
 
+// frameworks are what the apps are built on: Fiber v2 (fasthttp), or the standard library's net/http.
+var frameworks = []string{"fiber", "nethttp"}
+
 // handlers are what GET /work does.
 var handlers = []string{"cpu", "mixed", "wait"}
 
 // params is what a run measures.
 type params struct {
+	framework   string // of every app: one of frameworks
 	quotas      []quota
 	procs       []string // "default" or a positive integer
 	loads       []float64
@@ -53,6 +57,7 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	handlerList := fs.String("handlers", "cpu", "what GET /work does: "+strings.Join(handlers, ","))
 	modeList := fs.String("modes", strings.Join(modes, ","), "apps compared: "+strings.Join(modes, ","))
 	var p params
+	fs.StringVar(&p.framework, "framework", "fiber", "the apps' framework, the same for every mode: fiber (Fiber v2) or nethttp (net/http, loadshed through nethttp/loadshed)")
 	fs.BoolVar(&p.step, "step", false, "also run a step per cell: 5 s at 0.25x capacity, then 5 s at 3x")
 	fs.BoolVar(&p.neighbours, "neighbours", false, "also run the app with no limit beside one busy loop per CPU: idle (20 req/s) and starved (2x what it serves beside them)")
 	fs.BoolVar(&p.goals, "goals", true, "append to each loadshed row the goals it misses")
@@ -66,6 +71,9 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	}
 	if fs.NArg() > 0 {
 		return params{}, fmt.Errorf("unexpected arguments %q", fs.Args())
+	}
+	if !slices.Contains(frameworks, p.framework) {
+		return params{}, fmt.Errorf("-framework: unknown %q (one of %s)", p.framework, strings.Join(frameworks, ","))
 	}
 	var err error
 	if p.quotas, err = parseQuotas(*quotaList); err != nil {
@@ -92,7 +100,12 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 		return params{}, fmt.Errorf("-warm: must not be negative, got %v", p.warm)
 	}
 	if p.out == "" {
-		p.out = filepath.Join("results", "matrix-"+time.Now().UTC().Format("20060102T150405Z")+".tsv")
+		// The TSV's columns are the same for every framework: the file's name says which one it holds.
+		prefix := "matrix-"
+		if p.framework != "fiber" {
+			prefix += p.framework + "-"
+		}
+		p.out = filepath.Join("results", prefix+time.Now().UTC().Format("20060102T150405Z")+".tsv")
 	}
 	return p, nil
 }

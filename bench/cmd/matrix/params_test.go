@@ -19,11 +19,40 @@ func TestParseFlagsDefaults(t *testing.T) {
 		!slices.Equal(p.modes, modes) {
 		t.Errorf("defaults: %+v", p)
 	}
-	if p.duration != 10*time.Second || p.timeout != 2*time.Second || !p.goals || p.step || p.neighbours {
+	if p.framework != "fiber" || p.duration != 10*time.Second || p.timeout != 2*time.Second || !p.goals || p.step || p.neighbours {
 		t.Errorf("defaults: %+v", p)
 	}
-	if !strings.HasPrefix(p.out, "results/matrix-") || !strings.HasSuffix(p.out, ".tsv") {
+	if !strings.HasPrefix(p.out, "results/matrix-2") || !strings.HasSuffix(p.out, ".tsv") {
 		t.Errorf("default -out %q", p.out)
+	}
+}
+
+// TestParseFlagsFramework: net/http apps are marked in the cells' names and in the default TSV file's name (the
+// columns are the same), Fiber's are not, so a Fiber run prints and writes what it did before net/http existed.
+func TestParseFlagsFramework(t *testing.T) {
+	for _, tc := range []struct{ framework, cell, out string }{
+		{"fiber", "1 CPU · GOMAXPROCS 1 · cpu", "results/matrix-2"},
+		{"nethttp", "1 CPU · GOMAXPROCS 1 · cpu · net/http", "results/matrix-nethttp-2"},
+	} {
+		p, err := parseFlags([]string{"-framework", tc.framework, "-quotas", "1", "-gomaxprocs", "1"}, io.Discard)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.framework != tc.framework || !strings.HasPrefix(p.out, tc.out) {
+			t.Errorf("-framework %s: framework %q, -out %q", tc.framework, p.framework, p.out)
+		}
+		if cells := p.cells(); len(cells) != 1 || cells[0].framework != tc.framework || cells[0].String() != tc.cell {
+			t.Errorf("-framework %s: cells %v, want [%s]", tc.framework, cells, tc.cell)
+		}
+	}
+	p, err := parseFlags([]string{"-framework", "nethttp", "-quotas", "1", "-neighbours"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, c := range p.cells() {
+		if c.framework != "nethttp" {
+			t.Errorf("cell %v: framework %q", c, c.framework)
+		}
 	}
 }
 
@@ -62,6 +91,8 @@ func TestParseFlagsRejects(t *testing.T) {
 		{[]string{"-duration", "0s"}, "-duration: must be positive"},
 		{[]string{"-warm", "-1s"}, "-warm: must not be negative"},
 		{[]string{"-timeout", "-1s"}, "-timeout: must be positive"},
+		{[]string{"-framework", "gin"}, `-framework: unknown "gin"`},
+		{[]string{"-framework", ""}, `-framework: unknown ""`},
 		{[]string{"extra"}, "unexpected arguments"},
 	} {
 		_, err := parseFlags(tc.args, io.Discard)

@@ -94,7 +94,7 @@ func (a *appNet) add(e entry) {
 	a.mu.Lock()
 	defer a.mu.Unlock()
 	a.entries = append(a.entries, e)
-	var h http.Handler = http.NotFoundHandler()
+	h := http.NotFoundHandler()
 	for i := len(a.entries) - 1; i >= 0; i-- {
 		if e := a.entries[i]; e.mw != nil {
 			h = e.mw(h)

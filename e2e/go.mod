@@ -6,6 +6,10 @@ require (
 	github.com/chromedp/chromedp v0.23.0
 	github.com/fiberguard/fiberguard/loadshed v0.0.0
 	github.com/fiberguard/fiberguard/loadshed/core v0.0.0
+	github.com/fiberguard/fiberguard/nethttp/loadshed v0.0.0
+	github.com/fiberguard/fiberguard/nethttp/rebalance v0.0.0
+	github.com/fiberguard/fiberguard/nethttp/throttle v0.0.0
+	github.com/fiberguard/fiberguard/nethttp/upstreampick v0.0.0
 	github.com/fiberguard/fiberguard/rebalance v0.0.0
 	github.com/fiberguard/fiberguard/rebalance/core v0.0.0
 	github.com/fiberguard/fiberguard/throttle v0.0.0
@@ -72,6 +76,14 @@ require (
 replace github.com/fiberguard/fiberguard/loadshed => ../loadshed
 
 replace github.com/fiberguard/fiberguard/loadshed/core => ../loadshed/core
+
+replace github.com/fiberguard/fiberguard/nethttp/loadshed => ../nethttp/loadshed
+
+replace github.com/fiberguard/fiberguard/nethttp/rebalance => ../nethttp/rebalance
+
+replace github.com/fiberguard/fiberguard/nethttp/throttle => ../nethttp/throttle
+
+replace github.com/fiberguard/fiberguard/nethttp/upstreampick => ../nethttp/upstreampick
 
 replace github.com/fiberguard/fiberguard/rebalance => ../rebalance
 

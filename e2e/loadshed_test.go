@@ -29,8 +29,8 @@ import (
 	"golang.org/x/sys/unix"
 )
 
-// The loadshed test runs the app in a child process (this test binary again, lsFiberEnv naming its Fiber
-// version) that the parent places in a cgroup v1 group with a CPU quota before the app starts, so that the
+// The loadshed test runs the app in a child process (this test binary again, lsFiberEnv naming its version:
+// Fiber v2, Fiber v3 or net/http) that the parent places in a cgroup v1 group with a CPU quota before the app starts, so that the
 // default signal finds the limit the way it would in a container.
 
 const (
@@ -56,7 +56,7 @@ const (
 	lsStarvedP99 = 10
 )
 
-// TestLoadshedInCgroup runs a Fiber app with loadshed's default middleware (NewShedder with no Config, the
+// TestLoadshedInCgroup runs an app with loadshed's default middleware (NewShedder with no Config, the
 // Shedder behind New()) in a child process confined to a 0.5-CPU cgroup, and drives it open loop:
 //   - lightly loaded (a fifth of what its quota serves) while busy neighbours outside its group hold every CPU of
 //     the host: a host-wide reading would shed everything, the group's own sheds at most 1 %;
@@ -64,7 +64,7 @@ const (
 //     Fiberguard-Rejected-By: loadshed/default, and goes on serving at least a quarter of what the quota serves.
 //     (Timeouts are logged, not checked: on a host busier than its share, the group gets less than its quota.)
 //
-// It runs on each Fiber version's adapter.
+// It runs on each version's adapter: Fiber v2, Fiber v3 and net/http.
 func TestLoadshedInCgroup(t *testing.T) {
 	if name := os.Getenv(lsFiberEnv); name != "" {
 		loadshedChild(name)
@@ -295,7 +295,7 @@ func loadshedChild(name string) {
 	}
 	fv, ok := fiberapp.ByName(name)
 	if !ok {
-		fail(fmt.Errorf("no Fiber version %q", name))
+		fail(fmt.Errorf("no version %q", name))
 	}
 	in := bufio.NewReader(os.Stdin)
 	if _, err := in.ReadString('\n'); err != nil { // the parent has placed us in the group

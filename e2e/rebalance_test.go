@@ -43,11 +43,11 @@ const (
 	rbName = "api"
 )
 
-// TestRebalance runs three Fiber nodes behind a real HAProxy (TCP mode, leastconn), with a real Prometheus
+// TestRebalance runs three nodes behind a real HAProxy (TCP mode, leastconn), with a real Prometheus
 // scraping them every second. 120 keep-alive clients connect while two nodes are up; then the third starts.
 // With rebalance, every node's share comes within the threshold of the average and no request fails; without it
 // (the control) the third node stays empty. Stopping one node then makes no other node shed. It runs on each
-// Fiber version: nodes and adapter of that version.
+// version (Fiber v2, Fiber v3, net/http): nodes and adapter of that version.
 func TestRebalance(t *testing.T) {
 	itest.RequireBinary(t, "haproxy")
 	itest.RequireBinary(t, "prometheus")
@@ -245,7 +245,7 @@ const (
 // default queries the stopped targets drop out of the reading (up becomes 0, and staleness markers end their
 // series): a reading of no nodes, never a fresh one. With a query that goes on answering with the last samples,
 // the reading ages with those samples and MaxAge makes the node stale. Neither sheds any more. It runs on each
-// Fiber version's adapter.
+// version's adapter: Fiber v2, Fiber v3 and net/http.
 func TestRebalanceStaleReading(t *testing.T) {
 	itest.RequireBinary(t, "prometheus")
 	fiberapp.Each(t, testRebalanceStaleReading)
@@ -417,10 +417,10 @@ func within(counts [3]int, threshold float64) bool {
 	return true
 }
 
-// rebalancer is a rebalance.Rebalancer of either Fiber version's adapter.
+// rebalancer is a rebalance.Rebalancer of one version's adapter.
 type rebalancer = fiberapp.Handle[rebalancecore.Status]
 
-// rbNode is one Fiber node of the cluster: the app behind HAProxy and, with rebalancing, the metrics endpoint
+// rbNode is one node of the cluster: the app behind HAProxy and, with rebalancing, the metrics endpoint
 // Prometheus scrapes.
 type rbNode struct {
 	name    string
@@ -432,7 +432,7 @@ type rbNode struct {
 	slow    atomic.Int64 // requests to /slow begun
 }
 
-// startNode starts node i, a Fiber app of version fv, on addr. With promURL set it rebalances with the default
+// startNode starts node i, an app of version fv, on addr. With promURL set it rebalances with the default
 // configuration (but a floor of 10, for a cluster of 120 connections) and exports its metrics on metricsAddr.
 func startNode(t *testing.T, fv fiberapp.Version, i int, addr, metricsAddr, promURL string) *rbNode {
 	t.Helper()

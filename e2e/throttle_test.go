@@ -16,7 +16,6 @@ import (
 	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/prometheus/client_golang/prometheus/promhttp"
-	"github.com/valyala/fasthttp"
 )
 
 // TestThrottleFollowsRealPrometheus steers two throttles with a real Prometheus server scraping a gauge every
@@ -28,7 +27,7 @@ import (
 //   - Prometheus stopped: the last value is kept for the staleness period, then the fail-closed throttle backs
 //     off to its minimum while the fail-open one keeps its window.
 //
-// It runs on each Fiber version's adapter.
+// It runs on each version's adapter: Fiber v2, Fiber v3 and net/http.
 func TestThrottleFollowsRealPrometheus(t *testing.T) {
 	fiberapp.Each(t, testThrottleFollowsRealPrometheus)
 }
@@ -146,7 +145,7 @@ func testThrottleFollowsRealPrometheus(t *testing.T, fv fiberapp.Version) {
 //     (with no series it would return nothing), so it is transient and fail-closed holds the window at its
 //     minimum.
 //
-// It runs on each Fiber version's adapter.
+// It runs on each version's adapter: Fiber v2, Fiber v3 and net/http.
 func TestThrottleInvalidQueryWithRealPrometheus(t *testing.T) {
 	fiberapp.Each(t, testThrottleInvalidQueryWithRealPrometheus)
 }
@@ -264,11 +263,11 @@ func startBusyBackend(t *testing.T) (prometheus.Gauge, *promserver.Server) {
 	return busy, promserver.Start(t, promserver.Config{Targets: []string{ln.Addr().String()}, ScrapeInterval: time.Second})
 }
 
-// throttler is a throttle.Throttler of either Fiber version's adapter.
+// throttler is a throttle.Throttler of one version's adapter.
 type throttler = fiberapp.Handle[throttlecore.Status]
 
-// saturateThrottles runs workers goroutines per throttle, each sending requests through a Fiber app of version fv
-// that hold their slot for 1 ms, until the test ends: more load than the largest window admits.
+// saturateThrottles runs workers goroutines per throttle, each sending requests in memory through an app of version
+// fv that hold their slot for 1 ms, until the test ends: more load than the largest window admits.
 func saturateThrottles(t *testing.T, fv fiberapp.Version, workers int, ths ...throttler) {
 	ctx, stop := context.WithCancel(context.Background())
 	var wg sync.WaitGroup
@@ -280,17 +279,13 @@ func saturateThrottles(t *testing.T, fv fiberapp.Version, workers int, ths ...th
 			time.Sleep(time.Millisecond)
 			return "OK"
 		})
-		h := app.Handler()
 		for range workers {
+			get := app.InMemory("/")
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				rc := &fasthttp.RequestCtx{}
-				rc.Request.SetRequestURI("/")
 				for ctx.Err() == nil {
-					rc.Response.Reset()
-					h(rc)
-					if rc.Response.StatusCode() != fasthttp.StatusOK {
+					if get() != http.StatusOK {
 						time.Sleep(time.Millisecond) // rejected: back off a little instead of spinning
 					}
 				}

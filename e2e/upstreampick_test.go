@@ -35,7 +35,7 @@ import (
 // NFQUEUE delay lines: near (undelayed), mid (~20 ms RTT) and far (~50 ms RTT). The test re-executes its own
 // binary twice inside the namespace (upstreamPickRoleEnv selects the role): a "delay" process runs the delay
 // lines, apart from the load so that their timing stays exact, and a "measure" process runs the sites, the
-// proxy (a Fiber app of the version upstreamPickFiberEnv names) and the client and prints its measurements as one
+// proxy (an app of the version upstreamPickFiberEnv names: Fiber v2, Fiber v3 or net/http) and the client and prints its measurements as one
 // JSON line, which the parent checks.
 
 const (
@@ -157,7 +157,7 @@ func upstreamPickRoundTrip(t *testing.T, env upEnv) {
 // upMaxLate is the lateness of a delayed packet up to which the emulation counts as on time.
 const upMaxLate = 5 * time.Millisecond
 
-// upEnv is what an attempt runs, and the Fiber version the proxy runs on.
+// upEnv is what an attempt runs, and the version the proxy runs on.
 type upEnv struct{ ip, iptables, nice, self, fiber string }
 
 // upstreamPickAttempt sets a private namespace up, runs the delay lines and the measurements in it, and
@@ -399,7 +399,7 @@ func upstreamPickChild() {
 	if fv, ok := fiberapp.ByName(os.Getenv(upstreamPickFiberEnv)); ok {
 		res = upstreamPickMeasure(fv)
 	} else {
-		res.Err = fmt.Sprintf("no Fiber version named %q", os.Getenv(upstreamPickFiberEnv))
+		res.Err = fmt.Sprintf("no version named %q", os.Getenv(upstreamPickFiberEnv))
 	}
 	js, _ := json.Marshal(res)
 	fmt.Printf("\n%s%s\n", upstreamPickMarker, js)
@@ -437,7 +437,8 @@ func (s *upSite) kill() {
 	})
 }
 
-// upProxy is a Fiber app proxying through proxy.Balancer with a picker, and a client for it.
+// upProxy is an app proxying through a picker's middleware (proxy.Balancer over its LBClient on Fiber, its
+// httputil.ReverseProxy on net/http), and a client for it.
 type upProxy struct {
 	picker fiberapp.Handle[upstreampickcore.Status]
 	app    fiberapp.App
@@ -458,7 +459,7 @@ func startUpProxy(fv fiberapp.Version, port int, mode upstreampickcore.Mode, sit
 		Registerer:     prometheus.NewRegistry(),
 	})}
 	p.app = fv.NewApp()
-	p.app.Use(p.picker.Handler()) // proxy.Balancer over the picker's LBClient
+	p.app.Use(p.picker.Handler())
 	addr := net.JoinHostPort("127.0.0.1", strconv.Itoa(port))
 	ln, err := net.Listen("tcp4", addr)
 	if err != nil {

@@ -1,11 +1,12 @@
-// Package fiberapp runs fiberguard's middlewares in real Fiber apps of either major version, so that one
-// end-to-end test body covers both adapters of a module: V2 builds its apps with github.com/gofiber/fiber/v2 and
+// Package fiberapp runs fiberguard's middlewares in real apps of each framework fiberguard adapts to, so that one
+// end-to-end test body covers every adapter of a module: V2 builds its apps with github.com/gofiber/fiber/v2 and
 // the adapters github.com/fiberguard/fiberguard/<name>, V3 with github.com/gofiber/fiber/v3 and
-// github.com/fiberguard/fiberguard/v3/<name>.
+// github.com/fiberguard/fiberguard/v3/<name>, NetHTTP with the standard library's http.Server and
+// github.com/fiberguard/fiberguard/nethttp/<name>.
 //
-// A test describes a middleware with its module's core Config (the settings that carry no Fiber type, which both
-// adapters' Configs have under the same names and types) and reads it through the core's Status, which both
-// adapters return.
+// A test describes a middleware with its module's core Config (the settings that carry no framework type, which
+// every adapter's Config has under the same names and types) and reads it through the core's Status, which every
+// adapter returns.
 package fiberapp
 
 import (
@@ -22,9 +23,9 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// Version builds the apps and middlewares of one Fiber major version.
+// Version builds the apps and middlewares of one framework: a Fiber major version, or net/http.
 type Version interface {
-	// Name is "fiber-v2" or "fiber-v3": the name of the subtest that runs on this version.
+	// Name is "fiber-v2", "fiber-v3" or "net-http": the name of the subtest that runs on this version.
 	Name() string
 	// NewApp returns an app with no route yet.
 	NewApp() App
@@ -35,18 +36,21 @@ type Version interface {
 	// NewRebalancer is rebalance.NewRebalancer with cfg's settings and, unless app is nil, Config.App set to app.
 	NewRebalancer(app App, cfg rebalancecore.Config[any, any]) Handle[rebalancecore.Status]
 	// NewPicker is upstreampick.NewPicker with cfg's settings. Its Handler is the proxy middleware a gateway puts
-	// in front of the upstreams: proxy.Balancer of this Fiber version over the Picker's LBClient.
+	// in front of the upstreams: on Fiber, proxy.Balancer of that version over the Picker's LBClient; on
+	// net/http, the Picker's own Handler, an httputil.ReverseProxy.
 	NewPicker(cfg upstreampickcore.Config[any, any]) Handle[upstreampickcore.Status]
 }
 
-// App is a Fiber app: its middlewares and routes run in the order they were added.
+// App is an app of one Version: its middlewares and routes run in the order they were added.
 type App interface {
-	// Use adds a middleware of this app's Fiber version; one of another version panics.
+	// Use adds a middleware of this app's version; one of another version panics.
 	Use(m Middleware)
 	// Get routes GET path to a handler answering 200 with body's result.
 	Get(path string, body func() string)
-	// Handler is the app's request handler, as its server calls it.
-	Handler() fasthttp.RequestHandler
+	// InMemory returns a function that sends GET path through the app's handler, as its server calls it, with no
+	// listener or connection, and returns the response's status. The function reuses its request and response:
+	// give each goroutine its own.
+	InMemory(path string) func() int
 	// Serve serves ln until Shutdown.
 	Serve(ln net.Listener) error
 	// Shutdown stops serving: the listener closes at once, open connections once their requests are answered.
@@ -55,10 +59,11 @@ type App interface {
 	OpenConnections() int
 }
 
-// Middleware is a fiber.Handler of one Fiber version, for App.Use.
+// Middleware is a middleware of one version, for App.Use: a fiber.Handler of a Fiber version, a
+// func(http.Handler) http.Handler on net/http.
 type Middleware struct{ handler any }
 
-// Handle is a module's handle (Shedder, Throttler, Rebalancer, Picker) of one Fiber version.
+// Handle is a module's handle (Shedder, Throttler, Rebalancer, Picker) of one version.
 type Handle[S any] interface {
 	Handler() Middleware
 	Status() S
@@ -70,11 +75,13 @@ var (
 	V2 Version = v2{}
 	// V3 is Fiber v3 with fiberguard's v3 adapters.
 	V3 Version = v3{}
+	// NetHTTP is the standard library's http.Server with fiberguard's net/http adapters.
+	NetHTTP Version = netHTTP{}
 	// Versions are the versions every end-to-end test runs on.
-	Versions = []Version{V2, V3}
+	Versions = []Version{V2, V3, NetHTTP}
 )
 
-// Each runs body once per Fiber version, as subtests named after the versions.
+// Each runs body once per version, as subtests named after the versions.
 func Each(t *testing.T, body func(t *testing.T, fv Version)) {
 	t.Helper()
 	for _, fv := range Versions {
@@ -121,6 +128,18 @@ func adapterConfig[C any](src any) C {
 		to.Set(v)
 	}
 	return dst
+}
+
+// inMemory serves GET path through a Fiber app's handler h on one reused RequestCtx, resetting its response
+// before each call.
+func inMemory(h fasthttp.RequestHandler, path string) func() int {
+	rc := &fasthttp.RequestCtx{}
+	rc.Request.SetRequestURI(path)
+	return func() int {
+		rc.Response.Reset()
+		h(rc)
+		return rc.Response.StatusCode()
+	}
 }
 
 // quiet lets a test's server end without leftover goroutines: fasthttp's Date refresher would outlive the test

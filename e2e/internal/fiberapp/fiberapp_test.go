@@ -146,3 +146,38 @@ func TestAdapterConfigCopiesEverySetting(t *testing.T) {
 	}()
 	adapterConfig[throttle.Config](throttlecore.Config[any, any]{Next: func(any) bool { return false }})
 }
+
+// On each version, InMemory answers through the app's middlewares and routes without a listener, and
+// OpenConnections reads -1 before the app serves and then the open connections.
+func TestInMemoryAndOpenConnections(t *testing.T) {
+	Each(t, func(t *testing.T, fv Version) {
+		th := fv.NewThrottler(throttlecore.Config[any, any]{Name: "mem", DisableMetrics: true, WindowMin: 1, WindowMax: 1})
+		t.Cleanup(func() { _ = th.Close() })
+		app := fv.NewApp()
+		app.Use(th.Handler())
+		app.Get("/", func() string { return "ok" })
+		if got := app.InMemory("/")(); got != http.StatusOK {
+			t.Errorf("in memory GET /: %d, want 200", got)
+		}
+		if got := app.InMemory("/none")(); got != http.StatusNotFound {
+			t.Errorf("in memory GET /none: %d, want 404", got)
+		}
+		if s := th.Status(); s.Admitted != 2 {
+			t.Errorf("throttle status %+v, want both in-memory requests admitted through the middleware", s)
+		}
+		if n := app.OpenConnections(); n != -1 {
+			t.Errorf("open connections before serving: %d, want -1", n)
+		}
+		base := serve(t, app)
+		tr := &http.Transport{}
+		defer tr.CloseIdleConnections()
+		get(t, &http.Client{Transport: tr, Timeout: 10 * time.Second}, base+"/")
+		deadline := time.Now().Add(10 * time.Second)
+		for app.OpenConnections() != 1 {
+			if time.Now().After(deadline) {
+				t.Fatalf("open connections %d, want the client's one keep-alive connection", app.OpenConnections())
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	})
+}

@@ -14,7 +14,6 @@ import (
 	upstreampickcore "github.com/fiberguard/fiberguard/upstreampick/core"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/proxy"
-	"github.com/valyala/fasthttp"
 )
 
 type v2 struct{}
@@ -59,7 +58,7 @@ func (a appV2) Get(path string, body func() string) {
 	a.app.Get(path, func(c *fiber.Ctx) error { return c.SendString(body()) })
 }
 
-func (a appV2) Handler() fasthttp.RequestHandler     { return a.app.Handler() }
+func (a appV2) InMemory(path string) func() int      { return inMemory(a.app.Handler(), path) }
 func (a appV2) Serve(ln net.Listener) error          { return a.app.Listener(ln) }
 func (a appV2) Shutdown(timeout time.Duration) error { return a.app.ShutdownWithTimeout(timeout) }
 func (a appV2) OpenConnections() int                 { return int(a.app.Server().GetOpenConnectionsCount()) }

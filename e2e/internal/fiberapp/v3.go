@@ -14,7 +14,6 @@ import (
 	"github.com/fiberguard/fiberguard/v3/upstreampick"
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/middleware/proxy"
-	"github.com/valyala/fasthttp"
 )
 
 type v3 struct{}
@@ -59,7 +58,7 @@ func (a appV3) Get(path string, body func() string) {
 	a.app.Get(path, func(c fiber.Ctx) error { return c.SendString(body()) })
 }
 
-func (a appV3) Handler() fasthttp.RequestHandler { return a.app.Handler() }
+func (a appV3) InMemory(path string) func() int { return inMemory(a.app.Handler(), path) }
 func (a appV3) Serve(ln net.Listener) error {
 	return a.app.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
 }

@@ -13,7 +13,7 @@ import (
 	"github.com/valyala/fasthttp"
 )
 
-// fixedLoad is a loadshed.Signal pinned to one value, so the benchmark measures the request path alone.
+// fixedLoad is a loadshedcore.Signal pinned to one value, so the benchmark measures the request path alone.
 type fixedLoad struct{ bits atomic.Uint64 }
 
 func (f *fixedLoad) Load() (float64, error) { return math.Float64frombits(f.bits.Load()), nil }

@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 
+	loadshedcore "github.com/fiberguard/fiberguard/loadshed/core"
+
 	"github.com/fiberguard/fiberguard/loadshed"
 )
 
@@ -40,7 +42,7 @@ func FixedBand(name string, cfg loadshed.Config) loadshed.Config {
 
 // SettledPrefix names a Controller over CPU and scheduling latency alone (the default before it read the run queue as
 // well) at a utilisation target: "settled=0.98" holds the CPU at 0.98 of what the process may use (the default
-// holds it at loadshed.DefaultControlTarget).
+// holds it at loadshedcore.DefaultControlTarget).
 const SettledPrefix = "settled="
 
 // SignalChoices lists, for a flag's help, every name ParseSignals takes.
@@ -69,40 +71,40 @@ func ParseSignals(list string) ([]string, error) {
 }
 
 // Signal returns the loadshed signal of a name in SignalNames; "default" is nil (loadshed's own default).
-func Signal(name string) (loadshed.Signal, error) {
+func Signal(name string) (loadshedcore.Signal, error) {
 	switch name {
 	case "", "default":
 		return nil, nil
 	case "max":
-		return loadshed.NewMax(loadshed.NewCPU(0), loadshed.NewSchedLatency(0)), nil
+		return loadshedcore.NewMax(loadshedcore.NewCPU(0), loadshedcore.NewSchedLatency(0)), nil
 	case "cpu":
-		return loadshed.NewCPU(0), nil
+		return loadshedcore.NewCPU(0), nil
 	case "host":
-		return loadshed.NewHostCPU(), nil
+		return loadshedcore.NewHostCPU(), nil
 	case "sched":
-		return loadshed.NewSchedLatency(0), nil
+		return loadshedcore.NewSchedLatency(0), nil
 	case "runq":
-		return loadshed.NewRunQueue(0), nil
+		return loadshedcore.NewRunQueue(0), nil
 	case "pressure":
-		return loadshed.NewPressure()
+		return loadshedcore.NewPressure()
 	case "rundelay":
 		return &runDelay{target: 1}, nil
 	case "default+rundelay":
-		return loadshed.NewMax(loadshed.NewCPU(0), loadshed.NewSchedLatency(0), &runDelay{target: 0.5}), nil
+		return loadshedcore.NewMax(loadshedcore.NewCPU(0), loadshedcore.NewSchedLatency(0), &runDelay{target: 0.5}), nil
 	}
 	if v, ok := strings.CutPrefix(name, SettledPrefix); ok {
 		target, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(target > 0) || target > 2 {
 			return nil, fmt.Errorf("loadshed signal %q: the settled target must be a number in (0, 2]", name)
 		}
-		return loadshed.NewController(loadshed.NewCPU(0), loadshed.NewSchedLatency(0), target), nil
+		return loadshedcore.NewController(loadshedcore.NewCPU(0), loadshedcore.NewSchedLatency(0), target), nil
 	}
 	if v, ok := strings.CutPrefix(name, FixedPrefix); ok {
 		load, err := strconv.ParseFloat(v, 64)
 		if err != nil || !(load >= 0) || load > 1 {
 			return nil, fmt.Errorf("loadshed signal %q: the fixed load must be a number in [0, 1]", name)
 		}
-		return loadshed.SignalFunc(func() (float64, error) { return load, nil }), nil
+		return loadshedcore.SignalFunc(func() (float64, error) { return load, nil }), nil
 	}
 	return nil, fmt.Errorf("unknown loadshed signal %q (one of %v)", name, SignalNames)
 }

@@ -11,6 +11,8 @@ import (
 	"testing"
 	"time"
 
+	loadshedcore "github.com/fiberguard/fiberguard/loadshed/core"
+
 	"github.com/fiberguard/fiberguard/loadshed"
 )
 
@@ -31,10 +33,10 @@ func TestFixedBand(t *testing.T) {
 	for _, p := range []float64{0, 0.25, 0.56, 0.9, 1} {
 		name := FixedPrefix + strconv.FormatFloat(p, 'g', -1, 64)
 		cfg := FixedBand(name, loadshed.Config{DisableMetrics: true})
-		if got := loadshed.Probability(p, cfg.Lower, cfg.Upper); math.Abs(got-p) > 1e-12 {
+		if got := loadshedcore.Probability(p, cfg.Lower, cfg.Upper); math.Abs(got-p) > 1e-12 {
 			t.Errorf("%s: ordinary probability %v, want %v", name, got, p)
 		}
-		if got := loadshed.Probability(p, cfg.CriticalLower, cfg.CriticalUpper); got != 0 {
+		if got := loadshedcore.Probability(p, cfg.CriticalLower, cfg.CriticalUpper); got != 0 {
 			t.Errorf("%s: critical probability %v, want 0", name, got)
 		}
 		sig, err := Signal(name)
@@ -76,19 +78,19 @@ func TestSettledSignalHoldsItsTarget(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, ok := sig.(*loadshed.Controller)
+	s, ok := sig.(*loadshedcore.Controller)
 	if !ok || s.Target() != 0.9 {
 		t.Fatalf("settled=0.9 is %v, want a Controller with target 0.9", sig)
 	}
 	// The default before the run queue: CPU beside scheduling latency alone.
 	if sigs := s.Signals(); len(sigs) != 2 {
 		t.Fatalf("settled=0.9 reads %v, want CPU and scheduling latency", sigs)
-	} else if _, ok := sigs[1].(*loadshed.SchedLatency); !ok {
+	} else if _, ok := sigs[1].(*loadshedcore.SchedLatency); !ok {
 		t.Fatalf("settled=0.9's latency is %v, want scheduling latency alone", sigs[1])
 	}
 	if q, err := Signal("runq"); err != nil {
 		t.Fatal(err)
-	} else if _, ok := q.(*loadshed.RunQueue); !ok {
+	} else if _, ok := q.(*loadshedcore.RunQueue); !ok {
 		t.Fatalf("runq is %v, want the run-queue signal", q)
 	}
 }

@@ -9,6 +9,8 @@ import (
 	"testing"
 	"time"
 
+	upstreampickcore "github.com/fiberguard/fiberguard/upstreampick/core"
+
 	"github.com/fiberguard/fiberguard/upstreampick"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/proxy"
@@ -41,7 +43,7 @@ func upstreams(b *testing.B, n int) []string {
 }
 
 // measuredPicker returns a Picker over addrs whose first health round is done (every upstream in a tier).
-func measuredPicker(b *testing.B, addrs []string, mode upstreampick.Mode) *upstreampick.Picker {
+func measuredPicker(b *testing.B, addrs []string, mode upstreampickcore.Mode) *upstreampick.Picker {
 	b.Helper()
 	p := upstreampick.NewPicker(upstreampick.Config{
 		Servers:    addrs,
@@ -75,7 +77,7 @@ func (c *noopClient) PendingRequests() int                                      
 func BenchmarkUpstreamPickSelect(b *testing.B) {
 	for _, n := range []int{3, 64} {
 		addrs := upstreams(b, n)
-		for _, mode := range []upstreampick.Mode{upstreampick.ModeLatency, upstreampick.ModeLeastPending, upstreampick.ModeRandom} {
+		for _, mode := range []upstreampickcore.Mode{upstreampickcore.ModeLatency, upstreampickcore.ModeLeastPending, upstreampickcore.ModeRandom} {
 			b.Run(fmt.Sprintf("upstreampick-%v/%d", mode, n), func(b *testing.B) {
 				p := measuredPicker(b, addrs, mode)
 				b.ReportAllocs()
@@ -157,7 +159,7 @@ func BenchmarkUpstreamPickProxy(b *testing.B) {
 		drive(b, h, b.N, par)
 	})
 	b.Run("upstreampick", func(b *testing.B) {
-		p := measuredPicker(b, addrs, upstreampick.ModeLatency)
+		p := measuredPicker(b, addrs, upstreampickcore.ModeLatency)
 		h := proxyApp(proxy.Config{Client: p.LBClient()})
 		drive(b, h, 100, par)
 		b.ReportAllocs()
@@ -175,8 +177,8 @@ func BenchmarkUpstreamPickProxyRatio(b *testing.B) {
 	addrs := upstreams(b, 3)
 	candidates := []struct {
 		name string
-		mode upstreampick.Mode
-	}{{"latency", upstreampick.ModeLatency}, {"least-pending", upstreampick.ModeLeastPending}, {"default", -1}}
+		mode upstreampickcore.Mode
+	}{{"latency", upstreampickcore.ModeLatency}, {"least-pending", upstreampickcore.ModeLeastPending}, {"default", -1}}
 	for _, par := range []int{8, 1} {
 		for _, c := range candidates {
 			b.Run(fmt.Sprintf("%s/inflight=%d", c.name, par), func(b *testing.B) {

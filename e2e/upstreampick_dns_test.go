@@ -21,6 +21,8 @@ import (
 	"testing"
 	"time"
 
+	upstreampickcore "github.com/fiberguard/fiberguard/upstreampick/core"
+
 	"github.com/fiberguard/fiberguard/e2e/internal/dnsserver"
 	"github.com/fiberguard/fiberguard/e2e/internal/itest"
 	"github.com/fiberguard/fiberguard/e2e/internal/nfdelay"
@@ -154,7 +156,7 @@ type pickDNSResult struct {
 	Errors     int    `json:"errors"`
 	FirstError string `json:"first_error,omitempty"`
 	// Discovery is the picker's view of both names at the end.
-	Discovery []upstreampick.DiscoveryStatus `json:"discovery"`
+	Discovery []upstreampickcore.DiscoveryStatus `json:"discovery"`
 }
 
 // pickDNSAttempt sets a private namespace up, runs the delay lines and the measurements in it, and removes it.
@@ -452,9 +454,9 @@ func pickDNSMeasure() (res pickDNSResult) {
 
 	picker := upstreampick.NewPicker(upstreampick.Config{
 		Servers: []string{pickDNSServer("127.0.0.50")},
-		Discover: []upstreampick.Discovery{
-			upstreampick.DNS("http://near.api.test.:"+strconv.Itoa(pickDNSPort), pickDNSInterval),
-			upstreampick.DNSSRV("_http._tcp.remote.api.test.", "http", pickDNSInterval),
+		Discover: []upstreampickcore.Discovery{
+			upstreampickcore.DNS("http://near.api.test.:"+strconv.Itoa(pickDNSPort), pickDNSInterval),
+			upstreampickcore.DNSSRV("_http._tcp.remote.api.test.", "http", pickDNSInterval),
 		},
 		Resolver:       zone.Resolver(),
 		HealthInterval: pickDNSHealthInterval,
@@ -488,13 +490,13 @@ func pickDNSMeasure() (res pickDNSResult) {
 		}
 		return s
 	}
-	status := func(ip string) (upstreampick.UpstreamStatus, bool) {
+	status := func(ip string) (upstreampickcore.UpstreamStatus, bool) {
 		for _, u := range picker.Status().Upstreams {
 			if u.Server == pickDNSServer(ip) {
 				return u, true
 			}
 		}
-		return upstreampick.UpstreamStatus{}, false
+		return upstreampickcore.UpstreamStatus{}, false
 	}
 	measured := func(ips ...string) error {
 		for deadline := time.Now().Add(20 * time.Second); time.Now().Before(deadline); time.Sleep(5 * time.Millisecond) {

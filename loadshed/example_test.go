@@ -7,6 +7,8 @@ import (
 	"net/http/httptest"
 	"time"
 
+	loadshedcore "github.com/fiberguard/fiberguard/loadshed/core"
+
 	"github.com/fiberguard/fiberguard/loadshed"
 	"github.com/gofiber/fiber/v2"
 )
@@ -24,7 +26,7 @@ func Example() {
 func ExampleNewShedder() {
 	s := loadshed.NewShedder(loadshed.Config{
 		// A custom signal pinned above Upper, so every ordinary request is shed.
-		Signal:         loadshed.SignalFunc(func() (float64, error) { return 0.97, nil }),
+		Signal:         loadshedcore.SignalFunc(func() (float64, error) { return 0.97, nil }),
 		Critical:       func(c *fiber.Ctx) bool { return c.Get("X-Priority") == "critical" },
 		Next:           func(c *fiber.Ctx) bool { return c.Path() == "/healthz" },
 		DisableMetrics: true,
@@ -57,7 +59,7 @@ func ExampleConfig_onReject() {
 	defer cancel()
 	app := fiber.New()
 	app.Use(loadshed.New(loadshed.Config{
-		Signal:     loadshed.SignalFunc(func() (float64, error) { return 1, nil }),
+		Signal:     loadshedcore.SignalFunc(func() (float64, error) { return 1, nil }),
 		Name:       "api",
 		RetryAfter: 10 * time.Second,
 		OnReject: func(c *fiber.Ctx) error {
@@ -77,7 +79,7 @@ func ExampleConfig_onReject() {
 // Dry-run counts what would be rejected and serves everything.
 func ExampleConfig_dryRun() {
 	s := loadshed.NewShedder(loadshed.Config{
-		Signal:         loadshed.SignalFunc(func() (float64, error) { return 1, nil }),
+		Signal:         loadshedcore.SignalFunc(func() (float64, error) { return 1, nil }),
 		DryRun:         true,
 		DisableMetrics: true,
 	})
@@ -93,7 +95,7 @@ func ExampleConfig_dryRun() {
 // Probability is the decision curve.
 func ExampleProbability() {
 	for _, load := range []float64{0.5, 0.90, 0.925, 0.95, 1} {
-		fmt.Printf("%.3f → %.2f\n", load, loadshed.Probability(load, 0.90, 0.95))
+		fmt.Printf("%.3f → %.2f\n", load, loadshedcore.Probability(load, 0.90, 0.95))
 	}
 	// Output:
 	// 0.500 → 0.00

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"time"
 
+	rebalancecore "github.com/fiberguard/fiberguard/rebalance/core"
+
 	"github.com/fiberguard/fiberguard/rebalance"
 	"github.com/gofiber/fiber/v2"
 )
@@ -26,8 +28,8 @@ func Example() {
 func ExampleNewRebalancer() {
 	r := rebalance.NewRebalancer(rebalance.Config{
 		// Three live nodes averaging 400 open connections; this node holds 600.
-		Cluster: func(context.Context) (rebalance.Cluster, error) {
-			return rebalance.Cluster{Average: 400, Nodes: 3}, nil
+		Cluster: func(context.Context) (rebalancecore.Cluster, error) {
+			return rebalancecore.Cluster{Average: 400, Nodes: 3}, nil
 		},
 		Connections:    func() int { return 600 },
 		DisableMetrics: true,
@@ -51,12 +53,12 @@ func ExampleRebalancer_Status() {
 	r := rebalance.NewRebalancer(rebalance.Config{
 		Name: "api",
 		// A source that answers once told to, so that the first Status comes before the first interval ends.
-		Cluster: func(ctx context.Context) (rebalance.Cluster, error) {
+		Cluster: func(ctx context.Context) (rebalancecore.Cluster, error) {
 			select {
 			case <-answer:
 			case <-ctx.Done():
 			}
-			return rebalance.Cluster{Average: 400, Nodes: 3}, nil
+			return rebalancecore.Cluster{Average: 400, Nodes: 3}, nil
 		},
 		Connections:    func() int { return 420 },
 		Interval:       time.Minute,

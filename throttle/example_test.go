@@ -9,6 +9,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
+
 	"github.com/fiberguard/fiberguard/throttle"
 	"github.com/gofiber/fiber/v2"
 )
@@ -40,7 +42,7 @@ func ExampleNewThrottler() {
 		WindowMin:      10,
 		WindowMax:      100,
 		DisableMetrics: true,
-		Triggers: []throttle.Trigger{{
+		Triggers: []throttlecore.Trigger{{
 			Name:     "queue",
 			Interval: 100 * time.Millisecond,
 			Func: func(context.Context) (bool, error) {

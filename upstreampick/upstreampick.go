@@ -14,8 +14,6 @@
 package upstreampick
 
 import (
-	"time"
-
 	"github.com/fiberguard/fiberguard/upstreampick/core"
 	"github.com/fiberguard/fiberguard/upstreampick/core/fasthttpclient"
 	"github.com/gofiber/fiber/v2"
@@ -84,37 +82,3 @@ func NewPicker(config ...Config) *Picker {
 type fiberLog struct{}
 
 func (fiberLog) Warnf(format string, v ...any) { log.Warnf(format, v...) }
-
-// The core's names, for the Config fields and the Status view.
-type (
-	// Mode selects how an upstream is picked among the candidates.
-	Mode = core.Mode
-	// Discovery is a DNS name whose records are upstreams, for Config.Discover. Make one with DNS or DNSSRV.
-	Discovery = core.Discovery
-	// Resolver resolves the names of Config.Discover. *net.Resolver implements it.
-	Resolver = core.Resolver
-	// Status is a point-in-time view of a Picker, for status pages.
-	Status = core.Status
-	// UpstreamStatus is one upstream's state in a Status.
-	UpstreamStatus = core.UpstreamStatus
-	// DiscoveryStatus is the state of one name of Config.Discover in a Status.
-	DiscoveryStatus = core.DiscoveryStatus
-)
-
-// The picking modes (see core.ModeLatency and its siblings).
-const (
-	ModeLatency      = core.ModeLatency
-	ModeLeastPending = core.ModeLeastPending
-	ModeRandom       = core.ModeRandom
-)
-
-// DefaultDiscoverInterval is the time between two resolutions of a name when DNS or DNSSRV is given 0.
-const DefaultDiscoverInterval = core.DefaultDiscoverInterval
-
-// DNS discovers upstreams from the A and AAAA records of server's host (see core.DNS).
-func DNS(server string, interval time.Duration) Discovery { return core.DNS(server, interval) }
-
-// DNSSRV discovers upstreams from the SRV records of name, with the given scheme (see core.DNSSRV).
-func DNSSRV(name, scheme string, interval time.Duration) Discovery {
-	return core.DNSSRV(name, scheme, interval)
-}

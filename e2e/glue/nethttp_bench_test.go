@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
+	rebalancecore "github.com/fiberguard/fiberguard/rebalance/core"
+
 	"github.com/fiberguard/fiberguard/loadshed/core/coretest"
 	loadshedhttp "github.com/fiberguard/fiberguard/nethttp/loadshed"
 	rebalancehttp "github.com/fiberguard/fiberguard/nethttp/rebalance"
@@ -26,7 +28,9 @@ func BenchmarkNetHTTP(b *testing.B) {
 	th := throttlehttp.NewThrottler(throttlehttp.Config{WindowMin: 100, WindowMax: 100, DisableMetrics: true})
 	defer th.Close()
 	rb := rebalancehttp.NewRebalancer(rebalancehttp.Config{DisableMetrics: true, Connections: func() int { return 1 },
-		Cluster: func(context.Context) (rebalancehttp.Cluster, error) { return rebalancehttp.Cluster{Average: 1, Nodes: 2}, nil }})
+		Cluster: func(context.Context) (rebalancecore.Cluster, error) {
+			return rebalancecore.Cluster{Average: 1, Nodes: 2}, nil
+		}})
 	defer rb.Close()
 	// upstreampick's accept path proxies to an upstream; what it adds before the proxy is a skip by Next.
 	picker := upstreampickhttp.NewPicker(upstreampickhttp.Config{Servers: []string{"127.0.0.1:1"}, DisableMetrics: true,

@@ -3,6 +3,8 @@ package main
 import (
 	"fmt"
 
+	rebalancecore "github.com/fiberguard/fiberguard/rebalance/core"
+
 	"github.com/fiberguard/fiberguard/rebalance"
 	"github.com/gofiber/fiber/v2"
 )
@@ -11,7 +13,7 @@ import (
 type rebalanceStatus struct {
 	Enabled bool   `json:"enabled"`
 	Reason  string `json:"reason,omitempty"`
-	*rebalance.Status
+	*rebalancecore.Status
 }
 
 // setupRebalance installs the rebalance feature: when this gateway runs as one node of a cluster behind a load
@@ -19,7 +21,7 @@ type rebalanceStatus struct {
 // Prometheus that scrapes every node's /metrics, so it is off unless one is given:
 //
 //	FIBERGUARD_PROMETHEUS_URL=http://127.0.0.1:9090   enable, reading the cluster average there
-//	FIBERGUARD_REBALANCE_QUERY='...'                  PromQL instead of rebalance.DefaultQuery
+//	FIBERGUARD_REBALANCE_QUERY='...'                  PromQL instead of rebalancecore.DefaultQuery
 //	FIBERGUARD_REBALANCE_TIMESTAMP_QUERY='...'        the scrape times that query rests on (needed with it)
 func setupRebalance(app *fiber.App, e env) (status func() any, stop func(), err error) {
 	url := e.getenv("FIBERGUARD_PROMETHEUS_URL")

@@ -7,6 +7,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
+
 	"github.com/fiberguard/fiberguard/throttle"
 	"github.com/gofiber/fiber/v2"
 	"github.com/prometheus/client_golang/prometheus"
@@ -59,7 +61,7 @@ func setupThrottle(app *fiber.App, e env) (func() any, func(), error) {
 	}
 
 	source := "in-process"
-	sig := throttle.Trigger{
+	sig := throttlecore.Trigger{
 		Name:     "backend_queue",
 		Interval: 250 * time.Millisecond,
 		Func: func(context.Context) (bool, error) {
@@ -73,13 +75,13 @@ func setupThrottle(app *fiber.App, e env) (func() any, func(), error) {
 		if query == "" {
 			query = defaultThrottleQ
 		}
-		sig = throttle.Trigger{Name: "backend_queue", Query: query, Interval: 5 * time.Second}
+		sig = throttlecore.Trigger{Name: "backend_queue", Query: query, Interval: 5 * time.Second}
 	}
 
 	th, err := newThrottlerOrError(throttle.Config{
 		Name:          "gateway",
 		PrometheusURL: promURL,
-		Triggers:      []throttle.Trigger{sig},
+		Triggers:      []throttlecore.Trigger{sig},
 		WindowMin:     2,
 		WindowMax:     64,
 		Registerer:    e.registry,
@@ -104,7 +106,7 @@ func setupThrottle(app *fiber.App, e env) (func() any, func(), error) {
 		return struct {
 			Source string `json:"source"`
 			Queued int64  `json:"backend_queued"`
-			throttle.Status
+			throttlecore.Status
 		}{source, backend.queued.Load(), th.Status()}
 	}
 	return status, func() { _ = th.Close(); e.registry.Unregister(queue) }, nil

@@ -10,6 +10,8 @@ import (
 	"sync"
 	"time"
 
+	upstreampickcore "github.com/fiberguard/fiberguard/upstreampick/core"
+
 	"github.com/fiberguard/fiberguard/examples/internal/demo"
 
 	"github.com/fiberguard/fiberguard/upstreampick"
@@ -189,14 +191,14 @@ func newPicker(cfg upstreampick.Config) (p *upstreampick.Picker, err error) {
 	return upstreampick.NewPicker(cfg), nil
 }
 
-func upstreampickMode(s string) (upstreampick.Mode, error) {
-	for _, m := range []upstreampick.Mode{upstreampick.ModeLatency, upstreampick.ModeLeastPending, upstreampick.ModeRandom} {
+func upstreampickMode(s string) (upstreampickcore.Mode, error) {
+	for _, m := range []upstreampickcore.Mode{upstreampickcore.ModeLatency, upstreampickcore.ModeLeastPending, upstreampickcore.ModeRandom} {
 		if s == m.String() {
 			return m, nil
 		}
 	}
 	if s == "" {
-		return upstreampick.ModeLatency, nil
+		return upstreampickcore.ModeLatency, nil
 	}
 	return 0, errors.New("FIBERGUARD_UPSTREAMPICK_MODE must be latency, least-pending or random")
 }

@@ -9,18 +9,19 @@ import (
 	"testing"
 	"time"
 
+	upstreampickcore "github.com/fiberguard/fiberguard/upstreampick/core"
+
 	"github.com/fiberguard/fiberguard/examples/internal/demo"
 
-	"github.com/fiberguard/fiberguard/upstreampick"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // measuredUpstreams waits until every one of n upstreams of /status has a connect-time sample and, with
 // tiered, until exactly one of them is out of the nearest tier, and returns the status. (On a busy machine a
 // near upstream's connect time can stray past the nearest tier's limit for a moment.)
-func measuredUpstreams(t *testing.T, g *gateway, n int, tiered bool) upstreampick.Status {
+func measuredUpstreams(t *testing.T, g *gateway, n int, tiered bool) upstreampickcore.Status {
 	t.Helper()
-	var st upstreampick.Status
+	var st upstreampickcore.Status
 	deadline := time.Now().Add(15 * time.Second)
 	for {
 		part := statusOf(t, g, "upstreampick", &st)
@@ -47,7 +48,7 @@ func TestUpstreampickProxiesToTheNearDemoUpstreams(t *testing.T) {
 	// Load shedding in dry-run: a busy test machine must not turn a proxied answer into a 503.
 	g := newTestGateway(t, map[string]string{"FIBERGUARD_LOADSHED_DRYRUN": "1"})
 	st := measuredUpstreams(t, g, 3, true)
-	var far *upstreampick.UpstreamStatus
+	var far *upstreampickcore.UpstreamStatus
 	for i, u := range st.Upstreams {
 		if u.Tier > 0 {
 			if far != nil {
@@ -206,7 +207,7 @@ func TestUpstreampickRejectsWhenEveryUpstreamIsDown(t *testing.T) {
 		}
 		time.Sleep(10 * time.Millisecond)
 	}
-	var st upstreampick.Status
+	var st upstreampickcore.Status
 	statusOf(t, g, "upstreampick", &st)
 	if st.Rejected < 1 || len(st.Upstreams) != 1 || st.Upstreams[0].Healthy {
 		t.Fatalf("status %+v, want the upstream unhealthy and the rejection counted", st)

@@ -20,6 +20,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
+
 	"github.com/fiberguard/fiberguard/examples/internal/demo"
 
 	"github.com/fiberguard/fiberguard/v3/loadshed"
@@ -75,7 +77,7 @@ func newApp(getenv func(string) string) (*app, error) {
 	// throttle: /work, with an in-process trigger that fires while more than 4 requests are in /work.
 	var inWork atomic.Int64
 	th := throttle.NewThrottler(throttle.Config{
-		Triggers: []throttle.Trigger{{
+		Triggers: []throttlecore.Trigger{{
 			Name: "work_queue", Interval: 250 * time.Millisecond,
 			Func: func(context.Context) (bool, error) { return inWork.Load() > 4, nil },
 		}},

@@ -1,8 +1,8 @@
 // Package core is the load shedder without a web framework: the load signals, the policy that turns a load into
 // a shedding probability, the background sampler, the per-request decision and its counters, Status and the
 // Prometheus metrics. The Fiber adapters (github.com/fiberguard/fiberguard/loadshed for Fiber v2,
-// github.com/fiberguard/fiberguard/v3/loadshed for Fiber v3) hold only the Fiber glue over an Engine; users
-// import an adapter, which re-exports the names they need.
+// github.com/fiberguard/fiberguard/v3/loadshed for Fiber v3, and .../nethttp/loadshed for net/http) hold only
+// the framework's glue; users import an adapter, and this package for the signals and the types of Status.
 package core
 
 import (

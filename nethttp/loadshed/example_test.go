@@ -9,6 +9,8 @@ import (
 	"net/http/httptest"
 	"time"
 
+	loadshedcore "github.com/fiberguard/fiberguard/loadshed/core"
+
 	"github.com/fiberguard/fiberguard/nethttp/loadshed"
 )
 
@@ -25,7 +27,7 @@ func Example() {
 func ExampleNewShedder() {
 	s := loadshed.NewShedder(loadshed.Config{
 		// A custom signal pinned above Upper, so every ordinary request is shed.
-		Signal:         loadshed.SignalFunc(func() (float64, error) { return 0.97, nil }),
+		Signal:         loadshedcore.SignalFunc(func() (float64, error) { return 0.97, nil }),
 		Critical:       func(r *http.Request) bool { return r.Header.Get("X-Priority") == "critical" },
 		Next:           func(r *http.Request) bool { return r.URL.Path == "/healthz" },
 		DisableMetrics: true,
@@ -58,7 +60,7 @@ func ExampleConfig_onReject() {
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	mw := loadshed.New(loadshed.Config{
-		Signal:     loadshed.SignalFunc(func() (float64, error) { return 1, nil }),
+		Signal:     loadshedcore.SignalFunc(func() (float64, error) { return 1, nil }),
 		Name:       "api",
 		RetryAfter: 10 * time.Second,
 		OnReject: http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
@@ -80,7 +82,7 @@ func ExampleConfig_onReject() {
 // Dry-run counts what would be rejected and serves everything.
 func ExampleConfig_dryRun() {
 	s := loadshed.NewShedder(loadshed.Config{
-		Signal:         loadshed.SignalFunc(func() (float64, error) { return 1, nil }),
+		Signal:         loadshedcore.SignalFunc(func() (float64, error) { return 1, nil }),
 		DryRun:         true,
 		DisableMetrics: true,
 	})
@@ -95,7 +97,7 @@ func ExampleConfig_dryRun() {
 // Probability is the decision curve.
 func ExampleProbability() {
 	for _, load := range []float64{0.5, 0.90, 0.925, 0.95, 1} {
-		fmt.Printf("%.3f → %.2f\n", load, loadshed.Probability(load, 0.90, 0.95))
+		fmt.Printf("%.3f → %.2f\n", load, loadshedcore.Probability(load, 0.90, 0.95))
 	}
 	// Output:
 	// 0.500 → 0.00

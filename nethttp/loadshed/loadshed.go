@@ -5,13 +5,12 @@
 // Status for a status page and Close to stop its sampler. This is the net/http adapter
 // (github.com/fiberguard/fiberguard/loadshed and github.com/fiberguard/fiberguard/v3/loadshed are the Fiber
 // ones): the Config, the signals, the controller, the sampler and the metrics live in
-// github.com/fiberguard/fiberguard/loadshed/core, whose public names this package re-exports.
+// github.com/fiberguard/fiberguard/loadshed/core: import it for the names that go into a Config and the types of Status.
 package loadshed
 
 import (
 	"io"
 	"net/http"
-	"time"
 
 	"github.com/fiberguard/fiberguard/loadshed/core"
 )
@@ -140,75 +139,8 @@ func (s *Shedder) reject(w http.ResponseWriter, r *http.Request) {
 
 // Status returns the current load, probabilities and counters. Each call returns fresh values; it is safe to
 // call concurrently with requests and the sampler.
-func (s *Shedder) Status() Status { return s.engine.Status() }
+func (s *Shedder) Status() core.Status { return s.engine.Status() }
 
 // Close stops the sampler, waits for it to exit and unregisters the metrics. The middleware keeps answering
 // with the last load. Close is idempotent, safe to call concurrently with requests, and returns nil.
 func (s *Shedder) Close() error { return s.engine.Close() }
-
-// The core's public names users need, re-exported; their documentation is the core's.
-type (
-	// Signal is a load measurement: 0 is idle, 1 is the capacity of the resource.
-	Signal = core.Signal
-	// SignalFunc adapts a function to a Signal.
-	SignalFunc = core.SignalFunc
-	// CPU is the utilisation of the CPU the process may use.
-	CPU = core.CPU
-	// SchedLatency is how long this process's runnable goroutines wait for a CPU.
-	SchedLatency = core.SchedLatency
-	// RunQueue is how many of this process's goroutines wait for a CPU, per P.
-	RunQueue = core.RunQueue
-	// Pressure is a Signal of Linux pressure stall information.
-	Pressure = core.Pressure
-	// Max is a Signal whose load is the highest of its signals'.
-	Max = core.Max
-	// Controller is the default: the share to shed and the in-flight limit, from two signals.
-	Controller = core.Controller
-	// Reading is one signal's last load, in Status.
-	Reading = core.Reading
-	// Policy maps a load to a shedding probability.
-	Policy = core.Policy
-	// Status is a point-in-time view of a Shedder; JSON keys are snake_case.
-	Status = core.Status
-)
-
-// The sources of a CPU signal's usage, and the defaults of the signals' targets.
-const (
-	SourceCgroupV1        = core.SourceCgroupV1 // the limited group's cpuacct.usage
-	SourceCgroupV2        = core.SourceCgroupV2 // the limited group's cpu.stat
-	SourceProcess         = core.SourceProcess  // this process's own CPU time (getrusage)
-	SourceHost            = core.SourceHost     // every CPU of the machine (/proc/stat)
-	DefaultControlTarget  = core.DefaultControlTarget
-	DefaultSchedTarget    = core.DefaultSchedTarget
-	DefaultRunQueueTarget = core.DefaultRunQueueTarget
-)
-
-// NewCPU detects the CPU the process may use; cpus > 0 overrides the detected capacity. See core.NewCPU.
-func NewCPU(cpus float64) *CPU { return core.NewCPU(cpus) }
-
-// NewHostCPU is the host-wide CPU utilisation: busy neighbours raise it. See core.NewHostCPU.
-func NewHostCPU() *CPU { return core.NewHostCPU() }
-
-// NewSchedLatency is the scheduling-latency signal (0: DefaultSchedTarget). See core.NewSchedLatency.
-func NewSchedLatency(target time.Duration) *SchedLatency { return core.NewSchedLatency(target) }
-
-// NewRunQueue is the run-queue signal (0: DefaultRunQueueTarget). See core.NewRunQueue.
-func NewRunQueue(target float64) *RunQueue { return core.NewRunQueue(target) }
-
-// NewPressure reads the cgroup's cpu.pressure, else /proc/pressure/cpu. See core.NewPressure.
-func NewPressure() (*Pressure, error) { return core.NewPressure() }
-
-// NewMax combines signals into one whose load is their maximum. See core.NewMax.
-func NewMax(signals ...Signal) *Max { return core.NewMax(signals...) }
-
-// NewController is a Controller over a utilisation and a latency signal (0: DefaultControlTarget). See
-// core.NewController.
-func NewController(utilisation, latency Signal, target float64) *Controller {
-	return core.NewController(utilisation, latency, target)
-}
-
-// DefaultSignal is the Signal of a Config without one. See core.DefaultSignal.
-func DefaultSignal(cpus float64) *Controller { return core.DefaultSignal(cpus) }
-
-// Probability is the share of requests to reject at a load in the band [lower, upper]. See core.Probability.
-func Probability(load, lower, upper float64) float64 { return core.Probability(load, lower, upper) }

@@ -521,7 +521,7 @@ func TestInstancesShareARegistry(t *testing.T) {
 // A nil handler func is a zero OnReject: it takes the default's; a ConfigDefault without one cannot be served.
 func TestNilHandlerFuncOnReject(t *testing.T) {
 	s := loadshed.NewShedder(loadshed.Config{OnReject: http.HandlerFunc(nil), DisableMetrics: true,
-		Signal: loadshed.SignalFunc(func() (float64, error) { return 1, nil })})
+		Signal: core.SignalFunc(func() (float64, error) { return 1, nil })})
 	defer s.Close()
 	rec := httptest.NewRecorder()
 	s.Handler()(http.NotFoundHandler()).ServeHTTP(rec, httptest.NewRequest("GET", "/", nil))

@@ -8,6 +8,8 @@ import (
 	"net/http/httptest"
 	"time"
 
+	rebalancecore "github.com/fiberguard/fiberguard/rebalance/core"
+
 	"github.com/fiberguard/fiberguard/nethttp/rebalance"
 )
 
@@ -27,8 +29,8 @@ func Example() {
 // Without the server at hand, wire the Rebalancer's ConnState into it yourself, before it serves.
 func ExampleRebalancer_ConnState() {
 	r := rebalance.NewRebalancer(rebalance.Config{
-		Cluster: func(context.Context) (rebalance.Cluster, error) {
-			return rebalance.Cluster{Average: 400, Nodes: 3}, nil
+		Cluster: func(context.Context) (rebalancecore.Cluster, error) {
+			return rebalancecore.Cluster{Average: 400, Nodes: 3}, nil
 		},
 		DisableMetrics: true,
 	})
@@ -44,8 +46,8 @@ func ExampleRebalancer_ConnState() {
 func ExampleNewRebalancer() {
 	r := rebalance.NewRebalancer(rebalance.Config{
 		// Three live nodes averaging 400 open connections; this node holds 600.
-		Cluster: func(context.Context) (rebalance.Cluster, error) {
-			return rebalance.Cluster{Average: 400, Nodes: 3}, nil
+		Cluster: func(context.Context) (rebalancecore.Cluster, error) {
+			return rebalancecore.Cluster{Average: 400, Nodes: 3}, nil
 		},
 		Connections:    func() int { return 600 },
 		DisableMetrics: true,
@@ -75,12 +77,12 @@ func ExampleRebalancer_Status() {
 	r := rebalance.NewRebalancer(rebalance.Config{
 		Name: "api",
 		// A source that answers once told to, so that the first Status comes before the first interval ends.
-		Cluster: func(ctx context.Context) (rebalance.Cluster, error) {
+		Cluster: func(ctx context.Context) (rebalancecore.Cluster, error) {
 			select {
 			case <-answer:
 			case <-ctx.Done():
 			}
-			return rebalance.Cluster{Average: 400, Nodes: 3}, nil
+			return rebalancecore.Cluster{Average: 400, Nodes: 3}, nil
 		},
 		Connections:    func() int { return 420 },
 		Interval:       time.Minute,

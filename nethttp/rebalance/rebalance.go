@@ -28,7 +28,6 @@ import (
 	"sync/atomic"
 
 	"github.com/fiberguard/fiberguard/rebalance/core"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
 // Config defines the config for the middleware: the core's Config (core.Config, where each field is documented
@@ -209,7 +208,7 @@ func (r *Rebalancer) warnUnwired() {
 }
 
 // Status returns the node's view after its last interval: a fresh value, safe to call concurrently.
-func (r *Rebalancer) Status() Status {
+func (r *Rebalancer) Status() core.Status {
 	return r.engine.Status()
 }
 
@@ -219,41 +218,4 @@ func (r *Rebalancer) Status() Status {
 // on counting.
 func (r *Rebalancer) Close() error {
 	return r.engine.Close()
-}
-
-// The core's names, re-exported; github.com/fiberguard/fiberguard/rebalance/core documents each.
-type (
-	// Cluster is a reading of the cluster, once per interval.
-	Cluster = core.Cluster
-	// ClusterSource is where the readings come from, instead of Prometheus.
-	ClusterSource = core.ClusterSource
-	// Decision is what a node decided in its last interval, and why.
-	Decision = core.Decision
-	// Status is a node's view after its last interval, ready for JSON.
-	Status = core.Status
-)
-
-// The decisions a node reports in Status, and the PromQL queries of the default source.
-const (
-	DecisionStarting      = core.DecisionStarting
-	DecisionShedding      = core.DecisionShedding
-	DecisionBalanced      = core.DecisionBalanced
-	DecisionBelowFloor    = core.DecisionBelowFloor
-	DecisionSingleNode    = core.DecisionSingleNode
-	DecisionNoAverage     = core.DecisionNoAverage
-	DecisionStale         = core.DecisionStale
-	DecisionSourceError   = core.DecisionSourceError
-	DefaultQuery          = core.DefaultQuery
-	DefaultTimestampQuery = core.DefaultTimestampQuery
-)
-
-// The errors of the PromQL source.
-var (
-	ErrNotVector   = core.ErrNotVector
-	ErrNoTimestamp = core.ErrNoTimestamp
-)
-
-// PromQL returns a ClusterSource that runs query and timestampQuery through api (see core.PromQL).
-func PromQL(api v1.API, query, timestampQuery string) ClusterSource {
-	return core.PromQL(api, query, timestampQuery)
 }

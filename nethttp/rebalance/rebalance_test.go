@@ -15,12 +15,13 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/rebalance/core"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
 // shedding is a config of a node with 60 connections in a cluster averaging 40, which sheds
 // ceil(40 * 0.05) = 2 connections per interval; one interval lasts the whole test.
-func shedding(src ClusterSource) Config {
+func shedding(src core.ClusterSource) Config {
 	return Config{
 		Cluster:        src,
 		Connections:    func() int { return 60 },
@@ -70,12 +71,12 @@ func closes(t *testing.T, h http.Handler, n int) int {
 
 func TestBudget(t *testing.T) {
 	release := make(chan struct{})
-	r := NewRebalancer(shedding(func(ctx context.Context) (Cluster, error) {
+	r := NewRebalancer(shedding(func(ctx context.Context) (core.Cluster, error) {
 		select {
 		case <-release:
 		case <-ctx.Done():
 		}
-		return Cluster{Average: 40, Nodes: 3}, nil
+		return core.Cluster{Average: 40, Nodes: 3}, nil
 	}))
 	defer r.Close()
 	h := r.Handler()(ok)
@@ -85,7 +86,7 @@ func TestBudget(t *testing.T) {
 	close(release)
 	started(t, r)
 	st := r.Status()
-	if st.Decision != DecisionShedding || st.Budget != 2 || st.Balance != 0.5 || st.Average != 40 || st.Nodes != 3 {
+	if st.Decision != core.DecisionShedding || st.Budget != 2 || st.Balance != 0.5 || st.Average != 40 || st.Nodes != 3 {
 		t.Fatalf("status %+v, want shedding with budget 2 at balance 0.5", st)
 	}
 	if got := closes(t, h, 5); got != 2 {
@@ -255,18 +256,18 @@ func TestRealConnections(t *testing.T) {
 		hold    = make(chan struct{})
 		granted atomic.Bool
 	)
-	src := func(context.Context) (Cluster, error) {
+	src := func(context.Context) (core.Cluster, error) {
 		select {
 		case <-armed:
 		default:
-			return Cluster{Average: 2.5, Nodes: 1}, nil
+			return core.Cluster{Average: 2.5, Nodes: 1}, nil
 		}
 		if granted.CompareAndSwap(false, true) {
 			// This node, holding 4, is at balance 0.6 and sheds min(4 - 2.5, ceil(2.5 * 0.5)) = 1 connection.
-			return Cluster{Average: 2.5, Nodes: 2}, nil
+			return core.Cluster{Average: 2.5, Nodes: 2}, nil
 		}
 		<-hold // deliberately deaf to ctx: the interval lasts until the test releases it
-		return Cluster{Average: 2.5, Nodes: 1}, nil
+		return core.Cluster{Average: 2.5, Nodes: 1}, nil
 	}
 	var userStates atomic.Int64
 	srv := &http.Server{
@@ -316,7 +317,7 @@ func TestRealConnections(t *testing.T) {
 	}
 
 	close(armed)
-	wait(t, func() bool { return granted.Load() && r.Status().Decision == DecisionShedding })
+	wait(t, func() bool { return granted.Load() && r.Status().Decision == core.DecisionShedding })
 	if st := r.Status(); st.Connections != clients || st.Budget != 1 {
 		t.Fatalf("status %+v, want %d connections, shedding 1", st, clients)
 	}
@@ -650,9 +651,9 @@ func afterOneInterval(tb testing.TB, shedding bool) *Rebalancer {
 	return r
 }
 
-// fixed returns a ClusterSource that always reads avg over nodes.
-func fixed(avg float64, nodes int) ClusterSource {
-	return func(context.Context) (Cluster, error) { return Cluster{Average: avg, Nodes: nodes}, nil }
+// fixed returns a core.ClusterSource that always reads avg over nodes.
+func fixed(avg float64, nodes int) core.ClusterSource {
+	return func(context.Context) (core.Cluster, error) { return core.Cluster{Average: avg, Nodes: nodes}, nil }
 }
 
 // get sends a GET through tr, requires 200 "ok", and reports whether the response closed its connection. The body

@@ -10,6 +10,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
+
 	"github.com/fiberguard/fiberguard/nethttp/throttle"
 )
 
@@ -43,7 +45,7 @@ func ExampleNewThrottler() {
 		WindowMin:      10,
 		WindowMax:      100,
 		DisableMetrics: true,
-		Triggers: []throttle.Trigger{{
+		Triggers: []throttlecore.Trigger{{
 			Name:     "queue",
 			Interval: 100 * time.Millisecond,
 			Func: func(context.Context) (bool, error) {

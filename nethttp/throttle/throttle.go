@@ -8,7 +8,7 @@
 // with Status for a status page and Close to stop its goroutines. This is the net/http adapter
 // (github.com/fiberguard/fiberguard/throttle and github.com/fiberguard/fiberguard/v3/throttle are the Fiber ones):
 // the configuration, the window, the triggers and their goroutines, the metrics and Status live in
-// github.com/fiberguard/fiberguard/throttle/core, whose public names this package re-exports.
+// github.com/fiberguard/fiberguard/throttle/core: import it for the names that go into a Config and the types of Status.
 package throttle
 
 import (
@@ -140,35 +140,10 @@ func (t *Throttler) reject(w http.ResponseWriter, r *http.Request) {
 
 // Status returns the window, counters and every trigger's state. Each call returns fresh values; it is safe to
 // call concurrently with requests and evaluations.
-func (t *Throttler) Status() Status { return t.engine.Status() }
+func (t *Throttler) Status() core.Status { return t.engine.Status() }
 
 // Close stops the trigger goroutines (cancelling evaluations in progress), waits for them to exit, closes idle
 // connections to Prometheus and unregisters the metrics. The middleware keeps admitting requests into the last
 // window, which no longer backs off. Close is idempotent, safe to call concurrently with requests, and returns
 // nil.
 func (t *Throttler) Close() error { return t.engine.Close() }
-
-// The core's public names users need, re-exported; their documentation is the core's.
-type (
-	// Trigger is a backpressure signal: a PromQL query or a func that fires or not.
-	Trigger = core.Trigger
-	// FailMode is the state of a trigger failing for Config.Staleness.
-	FailMode = core.FailMode
-	// TriggerState is a trigger's effective state after an evaluation.
-	TriggerState = core.TriggerState
-	// Status is a point-in-time view of a Throttler, JSON keys in snake_case.
-	Status = core.Status
-	// TriggerStatus is a trigger's state in a Status.
-	TriggerStatus = core.TriggerStatus
-)
-
-// The fail modes, and the largest window.
-const (
-	FailOpen   = core.FailOpen   // a stale trigger does not fire
-	FailClosed = core.FailClosed // a stale trigger fires: the window backs off towards its minimum
-	MaxWindow  = core.MaxWindow  // the largest Config.WindowMax (2^21 - 1 concurrent requests)
-)
-
-// ErrUnsupportedResult reports a query result that cannot say whether a trigger fires (a range vector or a
-// string).
-var ErrUnsupportedResult = core.ErrUnsupportedResult

@@ -354,7 +354,7 @@ func TestNewPanicsOnBadConfig(t *testing.T) {
 	}{
 		{"min > max", throttle.Config{WindowMin: 20, WindowMax: 10}, "Config.WindowMax must be >= Config.WindowMin"},
 		{"queries without URL", throttle.Config{Queries: []string{"up"}}, "Config.PrometheusURL must be set"},
-		{"trigger with neither", throttle.Config{Triggers: []throttle.Trigger{{Name: "x"}}}, "Config.Triggers[0].Query"},
+		{"trigger with neither", throttle.Config{Triggers: []core.Trigger{{Name: "x"}}}, "Config.Triggers[0].Query"},
 		{"negative timeout", throttle.Config{Timeout: -time.Second}, "Config.Timeout"},
 		{"name breaking the header", throttle.Config{Name: "api\r\nSet-Cookie: x"}, "Config.Name must not contain control characters"},
 	} {
@@ -378,7 +378,7 @@ func TestNewPanicsOnBadConfig(t *testing.T) {
 func TestConfigDefault(t *testing.T) {
 	d := throttle.ConfigDefault
 	if d.WindowMin != 10 || d.WindowMax != 1000 || d.Interval != 15*time.Second || d.Timeout != 5*time.Second ||
-		d.RetryAfter != time.Second || d.Name != "default" || d.FailMode != throttle.FailOpen || d.OnReject == nil ||
+		d.RetryAfter != time.Second || d.Name != "default" || d.FailMode != core.FailOpen || d.OnReject == nil ||
 		d.Next != nil || d.Registerer != nil || d.Context != nil {
 		t.Fatalf("ConfigDefault %+v", d)
 	}
@@ -405,7 +405,7 @@ func TestLogsGoToTheStandardLog(t *testing.T) {
 	failing := func(err error) func(context.Context) (bool, error) {
 		return func(context.Context) (bool, error) { return false, err }
 	}
-	th := throttle.NewThrottler(throttle.Config{Name: "api", Registerer: reg, Interval: time.Hour, Triggers: []throttle.Trigger{
+	th := throttle.NewThrottler(throttle.Config{Name: "api", Registerer: reg, Interval: time.Hour, Triggers: []core.Trigger{
 		{Name: "typo", Func: failing(&promv1.Error{Type: promv1.ErrBadData, Msg: "parse error"})},
 		{Name: "down", Func: failing(errors.New("connection refused"))},
 	}})
@@ -456,7 +456,7 @@ func TestNewStopsWithContext(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	ctx, cancel := context.WithCancel(context.Background())
 	calls := make(chan struct{}, 100)
-	mw := throttle.New(throttle.Config{Context: ctx, DisableMetrics: true, Triggers: []throttle.Trigger{{
+	mw := throttle.New(throttle.Config{Context: ctx, DisableMetrics: true, Triggers: []core.Trigger{{
 		Interval: time.Millisecond, Func: func(context.Context) (bool, error) {
 			select {
 			case calls <- struct{}{}:
@@ -480,7 +480,7 @@ func TestNewStopsWithContext(t *testing.T) {
 func TestCloseConcurrentWithRequests(t *testing.T) {
 	before := goleak.IgnoreCurrent()
 	reg := prometheus.NewRegistry()
-	th := throttle.NewThrottler(throttle.Config{WindowMin: 2, WindowMax: 2, Registerer: reg, Triggers: []throttle.Trigger{{
+	th := throttle.NewThrottler(throttle.Config{WindowMin: 2, WindowMax: 2, Registerer: reg, Triggers: []core.Trigger{{
 		Interval: time.Millisecond, Func: func(context.Context) (bool, error) { return false, nil }}}})
 	h := th.Handler()(blockingMux(nil, nil))
 

@@ -24,7 +24,6 @@ import (
 	"net/url"
 	"sync"
 	"syscall"
-	"time"
 
 	"github.com/fiberguard/fiberguard/upstreampick/core"
 )
@@ -254,7 +253,7 @@ func (p *Picker) Pick() (server string, ok bool) { return p.engine.Pick() }
 
 // Status returns a fresh view: every upstream, listed ones first, then draining ones; and every discovered
 // name.
-func (p *Picker) Status() Status { return p.engine.Status() }
+func (p *Picker) Status() core.Status { return p.engine.Status() }
 
 // Close stops the health checks and the resolutions of Config.Discover, waits for their goroutines to end,
 // unregisters the metrics and closes idle upstream connections; Config.Context being done does the same.
@@ -412,38 +411,4 @@ func idempotent(method string) bool {
 		return true
 	}
 	return false
-}
-
-// The core's names, for the Config fields and the Status view.
-type (
-	// Mode selects how an upstream is picked among the candidates.
-	Mode = core.Mode
-	// Discovery is a DNS name whose records are upstreams, for Config.Discover. Make one with DNS or DNSSRV.
-	Discovery = core.Discovery
-	// Resolver resolves the names of Config.Discover. *net.Resolver implements it.
-	Resolver = core.Resolver
-	// Status is a point-in-time view of a Picker, for status pages.
-	Status = core.Status
-	// UpstreamStatus is one upstream's state in a Status.
-	UpstreamStatus = core.UpstreamStatus
-	// DiscoveryStatus is the state of one name of Config.Discover in a Status.
-	DiscoveryStatus = core.DiscoveryStatus
-)
-
-// The picking modes (see core.ModeLatency and its siblings).
-const (
-	ModeLatency      = core.ModeLatency
-	ModeLeastPending = core.ModeLeastPending
-	ModeRandom       = core.ModeRandom
-)
-
-// DefaultDiscoverInterval is the time between two resolutions of a name when DNS or DNSSRV is given 0.
-const DefaultDiscoverInterval = core.DefaultDiscoverInterval
-
-// DNS discovers upstreams from the A and AAAA records of server's host (see core.DNS).
-func DNS(server string, interval time.Duration) Discovery { return core.DNS(server, interval) }
-
-// DNSSRV discovers upstreams from the SRV records of name, with the given scheme (see core.DNSSRV).
-func DNSSRV(name, scheme string, interval time.Duration) Discovery {
-	return core.DNSSRV(name, scheme, interval)
 }

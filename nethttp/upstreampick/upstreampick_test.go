@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/fiberguard/fiberguard/upstreampick/core"
 	"github.com/prometheus/client_golang/prometheus"
 )
 
@@ -371,7 +372,7 @@ func (r *fakeResolver) LookupSRV(context.Context, string, string, string) (strin
 	return "", nil, errors.New("no SRV here")
 }
 
-// TestDiscover: the upstreams a DNS name resolves to get the traffic.
+// TestDiscover: the upstreams a core.DNS name resolves to get the traffic.
 func TestDiscover(t *testing.T) {
 	a := site(t, "a")
 	_, port, _ := net.SplitHostPort(a.Listener.Addr().String())
@@ -379,7 +380,7 @@ func TestDiscover(t *testing.T) {
 	res.set("api.test", "127.0.0.1")
 	cfg := testConfig()
 	cfg.Resolver = res
-	cfg.Discover = []Discovery{DNS("http://api.test:"+port, 50*time.Millisecond)}
+	cfg.Discover = []core.Discovery{core.DNS("http://api.test:"+port, 50*time.Millisecond)}
 	p := newPicker(t, cfg)
 	if w := get(p, "/d"); w.Code != http.StatusOK || w.Body.String() != "a /d" {
 		t.Fatalf("status %d body %q", w.Code, w.Body)

@@ -4,8 +4,8 @@
 // configuration (its defaults and validation) and the middleware itself, generic over the framework's request
 // context and handler (Config, Throttler). It imports no web framework: the Fiber adapters
 // (github.com/fiberguard/fiberguard/throttle for Fiber v2, github.com/fiberguard/fiberguard/v3/throttle for Fiber
-// v3) instantiate them with their Fiber version's types; users import an adapter, which re-exports the names they
-// need.
+// v3, and .../nethttp/throttle for net/http) instantiate them with their framework's types; users import an
+// adapter, and this package for Trigger and the other names that go into a Config.
 package core
 
 import (

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http/httptest"
 
+	loadshedcore "github.com/fiberguard/fiberguard/loadshed/core"
+
 	"github.com/fiberguard/fiberguard/v3/loadshed"
 	"github.com/gofiber/fiber/v3"
 )
@@ -13,7 +15,7 @@ import (
 // the load is pinned above Upper: every request is shed but /healthz, answered by a custom OnReject.
 func Example() {
 	s := loadshed.NewShedder(loadshed.Config{
-		Signal:         loadshed.SignalFunc(func() (float64, error) { return 1, nil }),
+		Signal:         loadshedcore.SignalFunc(func() (float64, error) { return 1, nil }),
 		Next:           func(c fiber.Ctx) bool { return c.Path() == "/healthz" },
 		OnReject:       func(c fiber.Ctx) error { return c.Status(fiber.StatusTooManyRequests).SendString("busy") },
 		DisableMetrics: true,

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"time"
 
+	rebalancecore "github.com/fiberguard/fiberguard/rebalance/core"
+
 	"github.com/fiberguard/fiberguard/v3/rebalance"
 	"github.com/gofiber/fiber/v3"
 )
@@ -16,8 +18,8 @@ import (
 func Example() {
 	app := fiber.New()
 	r := rebalance.NewRebalancer(rebalance.Config{
-		Cluster: func(context.Context) (rebalance.Cluster, error) {
-			return rebalance.Cluster{Average: 100, Nodes: 4}, nil
+		Cluster: func(context.Context) (rebalancecore.Cluster, error) {
+			return rebalancecore.Cluster{Average: 100, Nodes: 4}, nil
 		},
 		Connections:    func() int { return 300 },
 		Next:           func(c fiber.Ctx) bool { return c.Path() == "/healthz" },

@@ -21,7 +21,6 @@ import (
 	"github.com/fiberguard/fiberguard/rebalance/core/fiberglue"
 	"github.com/gofiber/fiber/v3"
 	"github.com/gofiber/fiber/v3/log"
-	v1 "github.com/prometheus/client_golang/api/prometheus/v1"
 )
 
 // Config defines the config for the middleware: the core's Config (core.Config, where each field is documented
@@ -90,40 +89,3 @@ type fiberLog struct{}
 
 func (fiberLog) Infof(format string, v ...any) { log.Infof(format, v...) }
 func (fiberLog) Warnf(format string, v ...any) { log.Warnf(format, v...) }
-
-// The core's names, re-exported; github.com/fiberguard/fiberguard/rebalance/core documents each.
-type (
-	// Cluster is a reading of the cluster, once per interval.
-	Cluster = core.Cluster
-	// ClusterSource is where the readings come from, instead of Prometheus.
-	ClusterSource = core.ClusterSource
-	// Decision is what a node decided in its last interval, and why.
-	Decision = core.Decision
-	// Status is a node's view after its last interval, ready for JSON.
-	Status = core.Status
-)
-
-// The decisions a node reports in Status, and the PromQL queries of the default source.
-const (
-	DecisionStarting      = core.DecisionStarting
-	DecisionShedding      = core.DecisionShedding
-	DecisionBalanced      = core.DecisionBalanced
-	DecisionBelowFloor    = core.DecisionBelowFloor
-	DecisionSingleNode    = core.DecisionSingleNode
-	DecisionNoAverage     = core.DecisionNoAverage
-	DecisionStale         = core.DecisionStale
-	DecisionSourceError   = core.DecisionSourceError
-	DefaultQuery          = core.DefaultQuery
-	DefaultTimestampQuery = core.DefaultTimestampQuery
-)
-
-// The errors of the PromQL source.
-var (
-	ErrNotVector   = core.ErrNotVector
-	ErrNoTimestamp = core.ErrNoTimestamp
-)
-
-// PromQL returns a ClusterSource that runs query and timestampQuery through api (see core.PromQL).
-func PromQL(api v1.API, query, timestampQuery string) ClusterSource {
-	return core.PromQL(api, query, timestampQuery)
-}

@@ -6,6 +6,8 @@ import (
 	"net/http/httptest"
 	"time"
 
+	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
+
 	"github.com/fiberguard/fiberguard/v3/throttle"
 	"github.com/gofiber/fiber/v3"
 )
@@ -20,7 +22,7 @@ func Example() {
 		DisableMetrics: true,
 		Next:           func(c fiber.Ctx) bool { return c.Path() == "/healthz" },
 		OnReject:       func(c fiber.Ctx) error { return c.SendStatus(fiber.StatusTooManyRequests) },
-		Triggers: []throttle.Trigger{{Name: "never", Interval: time.Hour,
+		Triggers: []throttlecore.Trigger{{Name: "never", Interval: time.Hour,
 			Func: func(context.Context) (bool, error) { return false, nil }}},
 	})
 	defer th.Close()

@@ -6,8 +6,8 @@
 //
 // This is the Fiber v3 adapter (github.com/fiberguard/fiberguard/throttle is the Fiber v2 one, with the same
 // Config and behaviour): the configuration, the middleware, the window, the triggers and their goroutines,
-// the metrics and Status live in github.com/fiberguard/fiberguard/throttle/core, whose public names this package
-// re-exports.
+// the metrics and Status live in github.com/fiberguard/fiberguard/throttle/core: import it for
+// the names that go into a Config (Trigger, FailOpen, ...) and the types of Status.
 package throttle
 
 import (
@@ -62,31 +62,6 @@ func New(config ...Config) fiber.Handler {
 func NewThrottler(config ...Config) *Throttler {
 	return core.NewThrottler(ConfigDefault, fiberLog{}, config...)
 }
-
-// The core's public names users need, re-exported; their documentation is the core's.
-type (
-	// Trigger is a backpressure signal: a PromQL query or a func that fires or not.
-	Trigger = core.Trigger
-	// FailMode is the state of a trigger failing for Config.Staleness.
-	FailMode = core.FailMode
-	// TriggerState is a trigger's effective state after an evaluation.
-	TriggerState = core.TriggerState
-	// Status is a point-in-time view of a Throttler, JSON keys in snake_case.
-	Status = core.Status
-	// TriggerStatus is a trigger's state in a Status.
-	TriggerStatus = core.TriggerStatus
-)
-
-// The fail modes, and the largest window.
-const (
-	FailOpen   = core.FailOpen   // a stale trigger does not fire
-	FailClosed = core.FailClosed // a stale trigger fires: the window backs off towards its minimum
-	MaxWindow  = core.MaxWindow  // the largest Config.WindowMax (2^21 - 1 concurrent requests)
-)
-
-// ErrUnsupportedResult reports a query result that cannot say whether a trigger fires (a range vector or a
-// string).
-var ErrUnsupportedResult = core.ErrUnsupportedResult
 
 // fiberLog sends the engine's messages to Fiber's logger, whichever is set when they are logged.
 type fiberLog struct{}

@@ -33,6 +33,8 @@ import (
 	"syscall"
 	"time"
 
+	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
+
 	"github.com/fiberguard/fiberguard/throttle"
 	"github.com/gofiber/fiber/v2"
 	"github.com/gofiber/fiber/v2/middleware/adaptor"
@@ -183,7 +185,7 @@ func run(p params) error {
 	query := fmt.Sprintf(`backend_in_flight{phase="throttled"} > %d`, p.k)
 	th := throttle.NewThrottler(throttle.Config{
 		PrometheusURL: prom.url,
-		Triggers:      []throttle.Trigger{{Name: "backend_in_flight", Query: query}},
+		Triggers:      []throttlecore.Trigger{{Name: "backend_in_flight", Query: query}},
 		Interval:      p.interval,
 		Timeout:       p.interval,
 		WindowMin:     max(1, p.k/10),

@@ -24,6 +24,8 @@ import (
 	"strings"
 	"time"
 
+	loadshedcore "github.com/fiberguard/fiberguard/loadshed/core"
+
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 	"github.com/zeromicro/go-zero/core/load"
 
@@ -209,7 +211,7 @@ type cell struct {
 	out, quiet, unloaded scenario.Outcome
 	// onset is the starved cell's overload before out: how the app meets it, where out is how it holds up.
 	onset   scenario.Outcome
-	status  loadshed.Status
+	status  loadshedcore.Status
 	appCPU  float64 // CPUs the app used during the measurement (a starved cell's onset included)
 	hostCPU float64 // CPUs the whole host used during it (app, neighbours, driver and anyone else)
 }

@@ -24,6 +24,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	loadshedcore "github.com/fiberguard/fiberguard/loadshed/core"
+
 	"github.com/failsafe-go/failsafe-go/adaptivelimiter"
 	"github.com/fiberguard/fiberguard/bench"
 	"github.com/fiberguard/fiberguard/bench/gozero"
@@ -374,7 +376,7 @@ func traceStatus(a *scenario.App, file string) (stop func()) {
 				return
 			case <-t.C:
 			}
-			var st loadshed.Status
+			var st loadshedcore.Status
 			if err := a.GetJSON("/stats", &st); err != nil {
 				continue
 			}

@@ -20,6 +20,8 @@ import (
 	"strings"
 	"time"
 
+	loadshedcore "github.com/fiberguard/fiberguard/loadshed/core"
+
 	"github.com/fiberguard/fiberguard/bench/internal/scenario"
 	"github.com/fiberguard/fiberguard/loadshed"
 )
@@ -71,9 +73,9 @@ func runApp(app, addr string) error {
 	switch app {
 	case "none":
 	case "noop":
-		cfg.Signal = loadshed.SignalFunc(func() (float64, error) { return 0, nil })
+		cfg.Signal = loadshedcore.SignalFunc(func() (float64, error) { return 0, nil })
 	case "cpu":
-		cfg.Signal = loadshed.NewCPU(0)
+		cfg.Signal = loadshedcore.NewCPU(0)
 	case "default":
 	case "default-always":
 		cfg.IdleInterval = loadshed.ConfigDefault.Interval

@@ -5,6 +5,7 @@ package httpapp
 
 import (
 	"github.com/fiberguard/fiberguard/examples/internal/demo"
+	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
 
 	"context"
 	"crypto/sha256"
@@ -67,7 +68,7 @@ func New(getenv func(string) string) (*App, error) {
 
 	var inWork atomic.Int64
 	th := throttle.NewThrottler(throttle.Config{
-		Triggers: []throttle.Trigger{{
+		Triggers: []throttlecore.Trigger{{
 			Name: "work_queue", Interval: 250 * time.Millisecond,
 			Func: func(context.Context) (bool, error) { return inWork.Load() > 4, nil },
 		}},

@@ -12,9 +12,6 @@
 package main
 
 import (
-	"context"
-	"fmt"
-	"log"
 	"net/http"
 
 	"github.com/fiberguard/fiberguard/examples/internal/demo"
@@ -35,19 +32,4 @@ func handler(a *httpapp.App) http.Handler {
 	return r
 }
 
-func main() { demo.Main(run) }
-
-// run serves the app on FIBERGUARD_ADDR until ctx ends.
-func run(ctx context.Context, getenv func(string) string, logger *log.Logger) error {
-	a, err := httpapp.New(getenv)
-	if err != nil {
-		return err
-	}
-	defer a.Close()
-	ln, err := demo.Listen(getenv, "tcp4", defaultAddr)
-	if err != nil {
-		return fmt.Errorf("chi example: %w", err)
-	}
-	logger.Printf("fiberguard net/http example (chi) on http://%s (GET /work, ANY /proxy/, GET /status, /metrics)", ln.Addr())
-	return httpapp.Serve(ctx, ln, handler(a), a.ConnState)
-}
+func main() { demo.Main(httpapp.Run("fiberguard net/http example (chi)", defaultAddr, handler)) }

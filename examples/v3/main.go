@@ -14,13 +14,11 @@ import (
 	"context"
 	"crypto/sha256"
 	"errors"
-	"fmt"
 	"log"
+	"net"
 	"strconv"
 	"sync/atomic"
 	"time"
-
-	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
 
 	"github.com/fiberguard/fiberguard/examples/internal/demo"
 
@@ -76,13 +74,7 @@ func newApp(getenv func(string) string) (*app, error) {
 
 	// throttle: /work, with an in-process trigger that fires while more than 4 requests are in /work.
 	var inWork atomic.Int64
-	th := throttle.NewThrottler(throttle.Config{
-		Triggers: []throttlecore.Trigger{{
-			Name: "work_queue", Interval: 250 * time.Millisecond,
-			Func: func(context.Context) (bool, error) { return inWork.Load() > 4, nil },
-		}},
-		WindowMin: 2, WindowMax: 64, Registerer: reg,
-	})
+	th := throttle.NewThrottler(throttle.Config{Triggers: demo.WorkTrigger(&inWork), WindowMin: 2, WindowMax: 64, Registerer: reg})
 	a.stops = append(a.stops, func() { _ = th.Close() })
 	status["throttle"] = func() any { return th.Status() }
 	a.fiber.Get("/work", th.Handler(), func(c fiber.Ctx) error {
@@ -142,16 +134,11 @@ func run(ctx context.Context, getenv func(string) string, logger *log.Logger) er
 		return err
 	}
 	defer a.close()
-	ln, err := demo.Listen(getenv, "tcp4", defaultAddr)
-	if err != nil {
-		return fmt.Errorf("v3 example: %w", err)
-	}
-	logger.Printf("fiberguard v3 example on http://%s (GET /work, /proxy/*, /status, /metrics)", ln.Addr())
-	go func() {
-		<-ctx.Done()
-		_ = a.fiber.ShutdownWithTimeout(5 * time.Second)
-	}()
-	return a.fiber.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
+	return demo.Serve(ctx, getenv, logger, "fiberguard v3 example", "GET /work, /proxy/*, /status, /metrics", defaultAddr,
+		func(ln net.Listener) error {
+			return a.fiber.Listener(ln, fiber.ListenConfig{DisableStartupMessage: true})
+		},
+		func() { _ = a.fiber.ShutdownWithTimeout(5 * time.Second) })
 }
 
 // burn hashes for about d of wall time: the example's stand-in for CPU-bound work.

@@ -9,8 +9,11 @@ import (
 	"net"
 	"os"
 	"os/signal"
+	"sync/atomic"
 	"syscall"
 	"time"
+
+	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
 
 	"github.com/valyala/fasthttp"
 )
@@ -72,4 +75,35 @@ func Listen(getenv func(string) string, network, def string) (net.Listener, erro
 			"127.0.0.1:8080, [::1]:8080, :8080 for every address)", err)
 	}
 	return ln, nil
+}
+
+// Serve listens on FIBERGUARD_ADDR (def when unset), says where and which routes, and runs serve on the listener until ctx ends,
+// when it calls shutdown; serve's error is returned, nil after a shutdown.
+func Serve(ctx context.Context, getenv func(string) string, logger *log.Logger, what, routes, def string,
+	serve func(net.Listener) error, shutdown func()) error {
+	ln, err := Listen(getenv, "tcp4", def)
+	if err != nil {
+		return fmt.Errorf("%s: %w", what, err)
+	}
+	logger.Printf("%s on http://%s (%s)", what, ln.Addr(), routes)
+	stopped := make(chan struct{})
+	go func() {
+		defer close(stopped)
+		<-ctx.Done()
+		shutdown()
+	}()
+	err = serve(ln)
+	if ctx.Err() != nil {
+		<-stopped
+	}
+	return err
+}
+
+// WorkTrigger is the examples' throttle trigger: it fires while more than 4 requests are in the work route,
+// counted by inWork, evaluated every 250 ms.
+func WorkTrigger(inWork *atomic.Int64) []throttlecore.Trigger {
+	return []throttlecore.Trigger{{
+		Name: "work_queue", Interval: 250 * time.Millisecond,
+		Func: func(context.Context) (bool, error) { return inWork.Load() > 4, nil },
+	}}
 }

@@ -4,8 +4,10 @@
 package httpapp
 
 import (
+	"errors"
+	"log"
+
 	"github.com/fiberguard/fiberguard/examples/internal/demo"
-	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
 
 	"context"
 	"crypto/sha256"
@@ -67,13 +69,7 @@ func New(getenv func(string) string) (*App, error) {
 	}
 
 	var inWork atomic.Int64
-	th := throttle.NewThrottler(throttle.Config{
-		Triggers: []throttlecore.Trigger{{
-			Name: "work_queue", Interval: 250 * time.Millisecond,
-			Func: func(context.Context) (bool, error) { return inWork.Load() > 4, nil },
-		}},
-		WindowMin: 2, WindowMax: 64, Registerer: reg,
-	})
+	th := throttle.NewThrottler(throttle.Config{Triggers: demo.WorkTrigger(&inWork), WindowMin: 2, WindowMax: 64, Registerer: reg})
 	a.stops = append(a.stops, func() { _ = th.Close() })
 	status["throttle"] = func() any { return th.Status() }
 	a.Work = th.Handler()(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -145,21 +141,27 @@ func burn(d time.Duration) {
 	}
 }
 
-// Serve serves h on ln until ctx ends, then shuts down within 5 s.
-func Serve(ctx context.Context, ln net.Listener, h http.Handler, connState func(net.Conn, http.ConnState)) error {
-	srv := &http.Server{Handler: h, ConnState: connState, ReadHeaderTimeout: 5 * time.Second}
-	done := make(chan struct{})
-	go func() {
-		defer close(done)
-		<-ctx.Done()
-		sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
-		defer cancel()
-		_ = srv.Shutdown(sctx)
-	}()
-	err := srv.Serve(ln)
-	if err == http.ErrServerClosed {
-		err = nil
-		<-done
+// Run is the main of a net/http example app: it builds the modules, mounts them with route and serves them on
+// FIBERGUARD_ADDR (def when unset) until ctx ends.
+func Run(what, def string, route func(*App) http.Handler) func(context.Context, func(string) string, *log.Logger) error {
+	return func(ctx context.Context, getenv func(string) string, logger *log.Logger) error {
+		a, err := New(getenv)
+		if err != nil {
+			return err
+		}
+		defer a.Close()
+		srv := &http.Server{Handler: route(a), ConnState: a.ConnState, ReadHeaderTimeout: 5 * time.Second}
+		return demo.Serve(ctx, getenv, logger, what, "GET /work, ANY /proxy/, GET /status, /metrics", def,
+			func(ln net.Listener) error {
+				if err := srv.Serve(ln); !errors.Is(err, http.ErrServerClosed) {
+					return err
+				}
+				return nil
+			},
+			func() {
+				sctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+				defer cancel()
+				_ = srv.Shutdown(sctx)
+			})
 	}
-	return err
 }

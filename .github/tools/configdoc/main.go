@@ -51,31 +51,16 @@ func main() {
 // files that were, or would be, changed.
 func Run(repo string, check bool) ([]string, error) {
 	var stale []string
-	for _, m := range Modules {
-		fields, params, err := CoreFields(filepath.Join(repo, m, "core"))
-		if err != nil {
-			return nil, err
+	// update records rel as stale when out differs from what path holds, and writes it unless checking.
+	update := func(path, rel string, src, out []byte) error {
+		if string(out) == string(src) {
+			return nil
 		}
-		for _, dir := range adapterDirs(repo, m) {
-			path := filepath.Join(repo, dir, m+".go")
-			src, err := os.ReadFile(path)
-			if err != nil {
-				return nil, err
-			}
-			out, err := Rewrite(src, fields, params)
-			if err != nil {
-				return nil, fmt.Errorf("%s: %w", path, err)
-			}
-			if string(out) == string(src) {
-				continue
-			}
-			stale = append(stale, filepath.Join(dir, m+".go"))
-			if !check {
-				if err := os.WriteFile(path, out, 0o644); err != nil {
-					return nil, err
-				}
-			}
+		stale = append(stale, rel)
+		if check {
+			return nil
 		}
+		return os.WriteFile(path, out, 0o644)
 	}
 	for _, m := range Modules {
 		fields, params, err := CoreFields(filepath.Join(repo, m, "core"))
@@ -85,31 +70,35 @@ func Run(repo string, check bool) ([]string, error) {
 		dirs := adapterDirs(repo, m)
 		args := make([][]string, len(dirs))
 		for i, dir := range dirs {
-			src, err := os.ReadFile(filepath.Join(repo, dir, m+".go"))
+			rel := filepath.Join(dir, m+".go")
+			path := filepath.Join(repo, rel)
+			src, err := os.ReadFile(path)
 			if err != nil {
 				return nil, err
 			}
 			if args[i], err = TypeArgs(src); err != nil {
-				return nil, fmt.Errorf("%s: %w", filepath.Join(dir, m+".go"), err)
+				return nil, fmt.Errorf("%s: %w", rel, err)
+			}
+			out, err := Rewrite(src, fields, params)
+			if err != nil {
+				return nil, fmt.Errorf("%s: %w", rel, err)
+			}
+			if err := update(path, rel, src, out); err != nil {
+				return nil, err
 			}
 		}
-		path := filepath.Join(repo, m, "README.md")
+		rel := filepath.Join(m, "README.md")
+		path := filepath.Join(repo, rel)
 		readme, err := os.ReadFile(path)
 		if err != nil {
 			return nil, err
 		}
 		out, err := Table(readme, fields, params, dirs, args)
 		if err != nil {
-			return nil, fmt.Errorf("%s: %w", filepath.Join(m, "README.md"), err)
+			return nil, fmt.Errorf("%s: %w", rel, err)
 		}
-		if string(out) == string(readme) {
-			continue
-		}
-		stale = append(stale, filepath.Join(m, "README.md"))
-		if !check {
-			if err := os.WriteFile(path, out, 0o644); err != nil {
-				return nil, err
-			}
+		if err := update(path, rel, readme, out); err != nil {
+			return nil, err
 		}
 	}
 	return stale, nil

@@ -34,9 +34,9 @@ require (
 	github.com/cespare/xxhash/v2 v2.3.0 // indirect
 	github.com/fiberguard/fiberguard/loadshed/core v0.0.0 // indirect
 	github.com/fiberguard/fiberguard/rebalance v0.0.0
-	github.com/fiberguard/fiberguard/rebalance/core v0.0.0 // indirect
-	github.com/fiberguard/fiberguard/throttle/core v0.0.0 // indirect
-	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0 // indirect
+	github.com/fiberguard/fiberguard/rebalance/core v0.0.0
+	github.com/fiberguard/fiberguard/throttle/core v0.0.0
+	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0
 	github.com/fiberguard/fiberguard/v3/loadshed v0.0.0
 	github.com/fiberguard/fiberguard/v3/rebalance v0.0.0
 	github.com/fiberguard/fiberguard/v3/throttle v0.0.0

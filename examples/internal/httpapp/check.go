@@ -9,6 +9,8 @@ import (
 	"sync"
 	"testing"
 	"time"
+
+	"go.uber.org/goleak"
 )
 
 // Check drives an example app's handler, built over a from New, through a real server on 127.0.0.1, and fails
@@ -122,6 +124,27 @@ func waitLoadshedIdle(t testing.TB, get func(string) (int, string, string)) {
 			t.Fatalf("loadshed still sheds or limits after 10 s: %s", body)
 		}
 	}
+}
+
+// CheckApp checks the app route builds over New, with rebalance off and then on (a Prometheus where nothing
+// answers: rebalance reports the source error and never sheds).
+func CheckApp(t testing.TB, route func(*App) http.Handler) {
+	t.Helper()
+	for _, prom := range []string{"", "http://127.0.0.1:1"} {
+		a, err := New(Env("FIBERGUARD_PROMETHEUS_URL", prom))
+		if err != nil {
+			t.Fatal(err)
+		}
+		Check(t, a, route(a), prom != "")
+		a.Close()
+	}
+}
+
+// LeakOptions are the goroutines a test of an example app may leave: the in-process upstreams are fasthttp
+// servers, whose Date refresher and idle-worker cleaner outlive them.
+var LeakOptions = []goleak.Option{
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.updateServerDate.func1"),
+	goleak.IgnoreAnyFunction("github.com/valyala/fasthttp.(*workerPool).Start.func2"),
 }
 
 // Env is a getenv with the given variables only.

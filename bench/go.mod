@@ -13,10 +13,12 @@ replace github.com/fiberguard/fiberguard/upstreampick => ../upstreampick
 require (
 	github.com/failsafe-go/failsafe-go v0.9.8
 	github.com/fiberguard/fiberguard/loadshed v0.0.0
+	github.com/fiberguard/fiberguard/loadshed/core v0.0.0
 	github.com/fiberguard/fiberguard/nethttp/loadshed v0.0.0
 	github.com/fiberguard/fiberguard/throttle v0.0.0
 	github.com/fiberguard/fiberguard/throttle/core v0.0.0
 	github.com/fiberguard/fiberguard/upstreampick v0.0.0
+	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0
 	github.com/go-kratos/aegis v0.2.0
 	github.com/gofiber/fiber/v2 v2.52.15
 	github.com/kevindweb/throttle-proxy v0.1.31
@@ -37,8 +39,6 @@ require (
 	github.com/efficientgo/core v1.0.0-rc.3 // indirect
 	github.com/facette/natsort v0.0.0-20181210072756-2cd4dd1e2dcb // indirect
 	github.com/fatih/color v1.18.0 // indirect
-	github.com/fiberguard/fiberguard/loadshed/core v0.0.0 // indirect
-	github.com/fiberguard/fiberguard/upstreampick/core v0.0.0 // indirect
 	github.com/go-logr/logr v1.4.3 // indirect
 	github.com/go-logr/stdr v1.2.2 // indirect
 	github.com/go-ole/go-ole v1.2.6 // indirect

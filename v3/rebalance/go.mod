@@ -7,7 +7,6 @@ replace github.com/fiberguard/fiberguard/rebalance/core => ../../rebalance/core
 require (
 	github.com/fiberguard/fiberguard/rebalance/core v0.0.0
 	github.com/gofiber/fiber/v3 v3.1.0
-	github.com/prometheus/client_golang v1.25.0
 	go.uber.org/goleak v1.3.0
 )
 
@@ -26,6 +25,7 @@ require (
 	github.com/modern-go/reflect2 v1.0.2 // indirect
 	github.com/munnerz/goautoneg v0.0.0-20191010083416-a7dc8b61c822 // indirect
 	github.com/philhofer/fwd v1.2.0 // indirect
+	github.com/prometheus/client_golang v1.25.0 // indirect
 	github.com/prometheus/client_model v0.6.3 // indirect
 	github.com/prometheus/common v0.72.0 // indirect
 	github.com/prometheus/procfs v0.22.0 // indirect

@@ -9,6 +9,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
 	"net"
 	"net/http"
 	"os"
@@ -54,6 +55,9 @@ const (
 	// before the run queue let it reach 20–40× in the same scenario with 1 ms requests. The bound leaves room
 	// for a busy CI machine and still fails that.
 	lsStarvedP99 = 10
+	// lsOnset is how long the starved test gives the controller to find the queue before it judges latency; the
+	// matrix's -warm split is the same.
+	lsOnset = 2 * time.Second
 )
 
 // TestLoadshedInCgroup runs an app with loadshed's default middleware (NewShedder with no Config, the
@@ -156,9 +160,14 @@ func testLoadshedStarved(t *testing.T, fv fiberapp.Version, sh string) {
 	if over.ok == 0 || over.timeouts != 0 || over.errors != 0 {
 		t.Fatalf("starved: %d served, %d timeouts, %d errors; want requests served and none lost", over.ok, over.timeouts, over.errors)
 	}
-	if limit := lsStarvedP99 * unloaded.p99(); over.p99() > limit {
-		t.Errorf("starved: admitted p99 %v, want at most %d× the unloaded p99 beside the same neighbours (%v)",
-			over.p99(), lsStarvedP99, unloaded.p99())
+	// The onset, before the controller has read the queue, is the step's goal (BENCHMARKS.md); this judges the
+	// latency it holds once it has.
+	onset, steady := over.p99Sent(0, lsOnset), over.p99Sent(lsOnset, lsPhase)
+	t.Logf("admitted p99: %v in the first %v, %v after (%.1f× the unloaded p99)", onset, lsOnset, steady,
+		float64(steady)/float64(max(unloaded.p99(), 1)))
+	if limit := lsStarvedP99 * unloaded.p99(); steady > limit {
+		t.Errorf("starved: admitted p99 %v after the first %v, want at most %d× the unloaded p99 beside the same neighbours (%v)",
+			steady, lsOnset, lsStarvedP99, unloaded.p99())
 	}
 }
 
@@ -366,8 +375,8 @@ type lsOutcome struct {
 	timeouts int
 	errors   int // no answer otherwise
 	skipped  int // not sent: too many in flight
-	// served are the latencies of the 200 answers.
-	served []time.Duration
+	// served are the latencies of the 200 answers, and sentAt when each of them was sent, from the start.
+	served, sentAt []time.Duration
 }
 
 func (o lsOutcome) String() string {
@@ -376,11 +385,20 @@ func (o lsOutcome) String() string {
 }
 
 // p99 is the 99th percentile of the served latencies, 0 when none was served.
-func (o lsOutcome) p99() time.Duration {
-	if len(o.served) == 0 {
+func (o lsOutcome) p99() time.Duration { return o.p99Sent(0, time.Duration(math.MaxInt64)) }
+
+// p99Sent is the 99th percentile of the latencies of the requests sent in [from, to) from the start, 0 when
+// none of them was served.
+func (o lsOutcome) p99Sent(from, to time.Duration) time.Duration {
+	var s []time.Duration
+	for i, at := range o.sentAt {
+		if at >= from && at < to {
+			s = append(s, o.served[i])
+		}
+	}
+	if len(s) == 0 {
 		return 0
 	}
-	s := slices.Clone(o.served)
 	slices.Sort(s)
 	return s[min(len(s)-1, len(s)*99/100)]
 }
@@ -414,6 +432,7 @@ func offer(url string, rate float64, d time.Duration) lsOutcome {
 		wg.Go(func() {
 			defer func() { <-slots }()
 			began := time.Now()
+			at := began.Sub(start)
 			status, by, err := getOnce(client, url)
 			took := time.Since(began)
 			mu.Lock()
@@ -427,6 +446,7 @@ func offer(url string, rate float64, d time.Duration) lsOutcome {
 			case status == http.StatusOK:
 				o.ok++
 				o.served = append(o.served, took)
+				o.sentAt = append(o.sentAt, at)
 			case status == http.StatusServiceUnavailable && by == "loadshed/default":
 				o.shed++
 			default:

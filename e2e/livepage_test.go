@@ -3,6 +3,7 @@ package e2e
 import (
 	"context"
 	"encoding/json"
+	"math"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -174,8 +175,11 @@ func readLive(ctx context.Context, t *testing.T) liveState {
 // fill the width instead of a strip at its edge).
 func checkLegibility(t *testing.T, st liveState, view string) {
 	t.Helper()
+	fewest := math.MaxInt
+	defer func() { t.Logf("%s: at least %d time labels a chart over %.1f s", view, fewest, st.Span) }()
 	for _, id := range liveCharts {
 		labels := st.XLabels[id]
+		fewest = min(fewest, len(labels))
 		if len(labels) < 2 && st.Span >= 4 {
 			t.Errorf("%s: %s has %d time labels over %.1f s, want at least 2", view, id, len(labels), st.Span)
 		}

@@ -144,8 +144,11 @@
   function timeAxis(id) {
     return {
       font: AXIS_FONT,
-      // Steps of 2 s are among them, so that a few seconds of data get more than one label.
-      incrs: [1, 2, 5, 10, 15, 30, 60, 120, 300, 600, 900, 1800, 3600],
+      // uPlot takes the smallest step whose labels fit, and a span of L seconds holds at least L/step - 1 of them.
+      // Each step here is at most 1.67 times the one before, so that any chart at least 3.4 labels wide (about
+      // 240 px: a phone) shows two or more as soon as the labels fit: with steps 2 then 5, a 300 px chart of
+      // 9.5 s took 5 s steps and showed one label when the span fell between two.
+      incrs: [1, 2, 3, 4, 5, 6, 10, 15, 20, 30, 45, 60, 90, 120, 180, 300, 600, 900, 1800, 3600],
       space: function () { return Math.ceil(textWidth('00:00:00')) + TIME_LABEL_GAP; },
       values: function (u, splits) {
         var texts = splits.map(function (t) { return clock(t); });

@@ -33,7 +33,7 @@ func loadshedBench[C core.Ctx, H ~func(C) error](b *testing.B, a loadshedAdapter
 		{"loadshed_band", func(b *testing.B) H { return shedder(b, 0.925) }, 0},
 	} {
 		b.Run(tc.name, func(b *testing.B) {
-			ap := a.fv.newApp()
+			ap := a.fv.newFiberApp()
 			if tc.mw != nil {
 				ap.Use(tc.mw(b))
 			}
@@ -71,7 +71,7 @@ func loadshedParallel[C core.Ctx, H ~func(C) error](b *testing.B, a loadshedAdap
 		b.Run(tc.name, func(b *testing.B) {
 			s := a.newShedder(config[C, H]{Signal: coretest.NewFixedLoad(tc.load), Smoothing: 1, DisableMetrics: true})
 			defer s.Close()
-			ap := a.fv.newApp()
+			ap := a.fv.newFiberApp()
 			ap.Use(s.Handler())
 			ap.Get("/", func(c C) error { return a.fv.send(c, 200, "") })
 			h := ap.Handler()

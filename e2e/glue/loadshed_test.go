@@ -14,9 +14,9 @@ import (
 	loadshedv2 "github.com/fiberguard/fiberguard/loadshed"
 	"github.com/fiberguard/fiberguard/loadshed/core"
 	"github.com/fiberguard/fiberguard/loadshed/core/coretest"
+	loadshedhttp "github.com/fiberguard/fiberguard/nethttp/loadshed"
 	loadshedv3 "github.com/fiberguard/fiberguard/v3/loadshed"
 	"github.com/prometheus/client_golang/prometheus"
-	"github.com/valyala/fasthttp"
 	"go.uber.org/goleak"
 )
 
@@ -24,21 +24,45 @@ import (
 type loadshedAdapter[C core.Ctx, H ~func(C) error] struct {
 	fv         version[C, H]
 	new        func(config ...core.Config[C, H]) H
-	newShedder func(config ...core.Config[C, H]) *core.Shedder[C, H]
-	defaults   *core.Config[C, H]
+	newShedder func(config ...core.Config[C, H]) shedder[H]
+	defaults   defaults[core.Config[C, H]]
+}
+
+// shedder is a version's Shedder: the core's for Fiber, the net/http adapter's for net/http.
+type shedder[H any] interface {
+	Handler() H
+	Status() core.Status
+	Close() error
 }
 
 var (
-	loadshedV2 = loadshedAdapter[*fiberv2Ctx, fiberv2Handler]{v2, loadshedv2.New, loadshedv2.NewShedder, &loadshedv2.ConfigDefault}
-	loadshedV3 = loadshedAdapter[fiberv3Ctx, fiberv3Handler]{v3, loadshedv3.New, loadshedv3.NewShedder, &loadshedv3.ConfigDefault}
+	loadshedV2 = loadshedAdapter[*fiberv2Ctx, fiberv2Handler]{v2, loadshedv2.New,
+		func(config ...loadshedv2.Config) shedder[fiberv2Handler] { return loadshedv2.NewShedder(config...) },
+		fiberDefaults(&loadshedv2.ConfigDefault)}
+	loadshedV3 = loadshedAdapter[fiberv3Ctx, fiberv3Handler]{v3, loadshedv3.New,
+		func(config ...loadshedv3.Config) shedder[fiberv3Handler] { return loadshedv3.NewShedder(config...) },
+		fiberDefaults(&loadshedv3.ConfigDefault)}
+	loadshedNet = loadshedAdapter[*httpCtx, httpHandler]{netHTTP,
+		func(config ...core.Config[*httpCtx, httpHandler]) httpHandler {
+			return middleware(loadshedhttp.New(convertConfigs[loadshedhttp.Config](config)...))
+		},
+		func(config ...core.Config[*httpCtx, httpHandler]) shedder[httpHandler] {
+			return loadshedHTTP{loadshedhttp.NewShedder(convertConfigs[loadshedhttp.Config](config)...)}
+		},
+		httpDefaults[core.Config[*httpCtx, httpHandler]](&loadshedhttp.ConfigDefault)}
 )
 
+// loadshedHTTP is the net/http Shedder with its middleware in the net/http version's chain.
+type loadshedHTTP struct{ *loadshedhttp.Shedder }
+
+func (s loadshedHTTP) Handler() httpHandler { return middleware(s.Shedder.Handler()) }
+
 func TestLoadshed(t *testing.T) {
-	both(t, loadshedV2, loadshedV3, loadshedSuite, loadshedSuite)
+	each(t, loadshedV2, loadshedV3, loadshedNet, loadshedSuite, loadshedSuite, loadshedSuite)
 }
 
 // shedder builds a Shedder on a private registry with smoothing off, so the load is the signal's.
-func (a loadshedAdapter[C, H]) shedder(t *testing.T, cfg core.Config[C, H]) (*core.Shedder[C, H], *prometheus.Registry) {
+func (a loadshedAdapter[C, H]) shedder(t *testing.T, cfg core.Config[C, H]) (shedder[H], *prometheus.Registry) {
 	t.Helper()
 	reg := prometheus.NewRegistry()
 	cfg.Registerer = reg
@@ -83,14 +107,6 @@ func get[C any, H ~func(C) error](t *testing.T, ap app[C, H], path string, heade
 		rejectedBy: resp.Header.Get("Fiberguard-Rejected-By"), body: string(body)}
 }
 
-// requestCtx is a reusable request context for GET path, to drive an app's handler without a connection.
-func requestCtx(path string) *fasthttp.RequestCtx {
-	ctx := &fasthttp.RequestCtx{}
-	ctx.Request.Header.SetMethod("GET")
-	ctx.Request.SetRequestURI(path)
-	return ctx
-}
-
 type config[C core.Ctx, H ~func(C) error] = core.Config[C, H]
 
 func loadshedSuite[C core.Ctx, H ~func(C) error](t *testing.T, a loadshedAdapter[C, H]) {
@@ -99,7 +115,7 @@ func loadshedSuite[C core.Ctx, H ~func(C) error](t *testing.T, a loadshedAdapter
 		s, _ := a.shedder(t, config[C, H]{Signal: coretest.NewFixedLoad(0.5)})
 		ap := a.app(s.Handler())
 		for i := 0; i < 20; i++ {
-			if r := get(t, ap, "/"); r.code != 200 || r.body != "ok" || r.rejectedBy != "" {
+			if r := get(t, ap, "/"); r.code != 200 || r.body != "ok" || r.rejectedBy != "" || r.hasRetryAfter {
 				t.Fatalf("request %d: %+v", i, r)
 			}
 		}
@@ -110,13 +126,19 @@ func loadshedSuite[C core.Ctx, H ~func(C) error](t *testing.T, a loadshedAdapter
 
 	t.Run("RejectsAboveUpperWith503", func(t *testing.T) {
 		s, _ := a.shedder(t, config[C, H]{Signal: coretest.NewFixedLoad(0.97)})
-		r := get(t, a.app(s.Handler()), "/")
+		ap := a.app(s.Handler())
+		r := get(t, ap, "/")
 		want := response{code: 503, retryAfter: "1", hasRetryAfter: true, rejectedBy: "loadshed/default",
 			body: "loadshed: overloaded, retry later\n"}
 		if r != want {
 			t.Fatalf("got %+v; want %+v", r, want)
 		}
-		if st := s.Status(); st.Rejected != 1 || st.Admitted != 0 || st.Probability != 1 {
+		cl := ap.Call("/")
+		cl.Do()
+		if ct, _ := cl.Header("Content-Type"); ct != "text/plain; charset=utf-8" {
+			t.Fatalf("Content-Type %q, want text/plain; charset=utf-8", ct)
+		}
+		if st := s.Status(); st.Rejected != 2 || st.Admitted != 0 || st.Probability != 1 {
 			t.Fatalf("stats %+v", st)
 		}
 	})
@@ -200,7 +222,7 @@ func loadshedSuite[C core.Ctx, H ~func(C) error](t *testing.T, a loadshedAdapter
 		s, reg := a.shedder(t, config[C, H]{Signal: coretest.NewFixedLoad(1), DryRun: true})
 		ap := a.app(s.Handler())
 		for i := 0; i < 5; i++ {
-			if r := get(t, ap, "/"); r.code != 200 || r.rejectedBy != "" || r.hasRetryAfter {
+			if r := get(t, ap, "/"); r.code != 200 || r.body != "ok" || r.rejectedBy != "" || r.hasRetryAfter {
 				t.Fatalf("dry-run request got %+v", r)
 			}
 		}
@@ -220,8 +242,8 @@ func loadshedSuite[C core.Ctx, H ~func(C) error](t *testing.T, a loadshedAdapter
 			Next:   func(c C) bool { return fv.path(c) == "/healthz" },
 		})
 		ap := a.app(s.Handler())
-		if r := get(t, ap, "/healthz"); r.code != 200 {
-			t.Fatalf("/healthz got %d", r.code)
+		if r := get(t, ap, "/healthz"); r.code != 200 || r.body != "ok" {
+			t.Fatalf("/healthz got %+v", r)
 		}
 		if r := get(t, ap, "/work"); r.code != 503 {
 			t.Fatalf("/work got %d", r.code)
@@ -234,13 +256,12 @@ func loadshedSuite[C core.Ctx, H ~func(C) error](t *testing.T, a loadshedAdapter
 	t.Run("ProbabilityInTheBand", func(t *testing.T) {
 		// p = 0.5; the decision itself is table-tested in the core, this checks the glue draws fresh numbers.
 		s, _ := a.shedder(t, config[C, H]{Signal: coretest.NewFixedLoad(0.925)})
-		h, ctx := a.app(s.Handler()).Handler(), requestCtx("/")
+		cl := a.app(s.Handler()).Call("/")
 		rejected := 0
 		const n = 4000
 		for i := 0; i < n; i++ {
-			ctx.Response.Reset()
-			h(ctx)
-			if ctx.Response.StatusCode() == 503 {
+			cl.Do()
+			if cl.Status() == 503 {
 				rejected++
 			}
 		}
@@ -257,18 +278,17 @@ func loadshedSuite[C core.Ctx, H ~func(C) error](t *testing.T, a loadshedAdapter
 		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 		reg := prometheus.NewRegistry()
 		s := a.newShedder(config[C, H]{Signal: coretest.NewFixedLoad(1), Smoothing: 1, Interval: time.Millisecond, Registerer: reg})
-		h := a.app(s.Handler()).Handler()
+		ap := a.app(s.Handler())
 		var stop atomic.Bool
 		var served, wrong atomic.Int64
 		var wg sync.WaitGroup
 		for range 4 {
+			cl := ap.Call("/")
 			wg.Go(func() {
-				ctx := requestCtx("/")
 				for !stop.Load() {
-					ctx.Response.Reset()
-					h(ctx)
+					cl.Do()
 					served.Add(1)
-					if ctx.Response.StatusCode() != 503 {
+					if cl.Status() != 503 {
 						wrong.Add(1)
 					}
 				}
@@ -343,28 +363,35 @@ func loadshedSuite[C core.Ctx, H ~func(C) error](t *testing.T, a loadshedAdapter
 	t.Run("ContextDoneLeavesNoGoroutine", func(t *testing.T) {
 		defer goleak.VerifyNone(t, goleak.IgnoreCurrent())
 		ctx, cancel := context.WithCancel(context.Background())
-		h := a.app(a.new(config[C, H]{Context: ctx, Signal: coretest.NewFixedLoad(1), Interval: time.Millisecond, DisableMetrics: true})).Handler()
+		cl := a.app(a.new(config[C, H]{Context: ctx, Signal: coretest.NewFixedLoad(1), Interval: time.Millisecond, DisableMetrics: true})).Call("/")
 		cancel()
 		// The sampler is gone (VerifyNone above); requests are still answered with the last load.
-		req := requestCtx("/")
-		h(req)
-		if got := req.Response.StatusCode(); got != 503 {
+		cl.Do()
+		if got := cl.Status(); got != 503 {
 			t.Fatalf("request after the context ended: %d, want 503", got)
 		}
 	})
 
 	t.Run("ConfigDefault", func(t *testing.T) {
-		// The adapter's defaults are the core's, with a Fiber OnReject; a zero Config takes them all.
-		want := core.Defaults[C](a.defaults.OnReject)
-		if a.defaults.OnReject == nil || a.defaults.Lower != want.Lower || a.defaults.Upper != want.Upper ||
-			a.defaults.Interval != want.Interval || a.defaults.Name != want.Name {
-			t.Fatalf("ConfigDefault %+v, want the core's defaults %+v", *a.defaults, want)
+		// The adapter's defaults are the core's, with the version's OnReject; a zero Config takes them all.
+		d := a.defaults.get()
+		want := core.Defaults[C](d.OnReject)
+		if d.OnReject == nil || d.Lower != want.Lower || d.Upper != want.Upper || d.Interval != want.Interval ||
+			d.Name != want.Name || d.RetryAfter != want.RetryAfter || d.Next != nil || d.Critical != nil {
+			t.Fatalf("ConfigDefault %+v, want the core's defaults %+v", d, want)
 		}
 		// Halfway through the default band [0.90, 0.95]: probability one half.
 		s := a.newShedder(config[C, H]{Signal: coretest.NewFixedLoad(0.925), DisableMetrics: true})
 		defer s.Close()
 		if st := s.Status(); math.Abs(st.Probability-0.5) > 1e-9 || st.Name != "default" || st.IntervalSeconds != 0.02 {
 			t.Fatalf("a zero Config: status %+v, want the default band, name and interval", st)
+		}
+		// ConfigDefault is read when NewShedder runs: a change to it applies to the Shedders built after it.
+		a.defaults.edit(t, func(d *config[C, H]) { d.Name = "changed" })
+		s2 := a.newShedder(config[C, H]{Signal: coretest.NewFixedLoad(0), DisableMetrics: true})
+		defer s2.Close()
+		if st := s2.Status(); st.Name != "changed" {
+			t.Fatalf("Name %q after changing ConfigDefault.Name, want changed", st.Name)
 		}
 	})
 
@@ -398,14 +425,36 @@ func loadshedSuite[C core.Ctx, H ~func(C) error](t *testing.T, a loadshedAdapter
 			want int
 		}{{0.5, 200}, {1, 503}} {
 			s, _ := a.shedder(t, config[C, H]{Signal: coretest.NewFixedLoad(tc.load), DisableMetrics: true})
-			h, ctx := a.app(s.Handler()).Handler(), requestCtx("/")
-			h(ctx) // warm the response buffers
-			if n := testing.AllocsPerRun(1000, func() { h(ctx) }); n != 0 {
+			cl := a.app(s.Handler()).Call("/")
+			cl.Do() // warm the response buffers
+			if n := testing.AllocsPerRun(1000, cl.Do); n != 0 {
 				t.Errorf("load %v: %v allocations per request, want 0", tc.load, n)
 			}
-			if got := ctx.Response.StatusCode(); got != tc.want {
+			if got := cl.Status(); got != tc.want {
 				t.Fatalf("load %v: status %d, want %d", tc.load, got, tc.want)
 			}
+		}
+	})
+
+	t.Run("InstancesShareARegistry", func(t *testing.T) {
+		// Two Shedders of distinct names share one registry; a second of the same name does not panic.
+		reg := prometheus.NewRegistry()
+		for _, name := range []string{"a", "b", "b"} {
+			s := a.newShedder(config[C, H]{Signal: coretest.NewFixedLoad(0), Name: name, Registerer: reg})
+			t.Cleanup(func() { _ = s.Close() })
+		}
+		mfs, err := reg.Gather()
+		if err != nil {
+			t.Fatal(err)
+		}
+		series := 0
+		for _, mf := range mfs {
+			if mf.GetName() == "fiberguard_loadshed_load" {
+				series = len(mf.GetMetric())
+			}
+		}
+		if series != 2 {
+			t.Fatalf("%d series of fiberguard_loadshed_load, want 2 (a and b)", series)
 		}
 	})
 }

@@ -62,8 +62,8 @@ func rebalanceSuite[C fiberglue.Ctx, H ~func(C) error, A any](t *testing.T, fv v
 		}
 	}
 	// newApp is an app behind h with a route answering "ok".
-	newApp := func(h H) app[C, H] {
-		ap := fv.newApp()
+	newApp := func(h H) fiberApp[C, H] {
+		ap := fv.newFiberApp()
 		ap.Use(h)
 		ap.Get("/", func(c C) error { return fv.send(c, http.StatusOK, "ok") })
 		return ap
@@ -233,7 +233,7 @@ func rebalanceSuite[C fiberglue.Ctx, H ~func(C) error, A any](t *testing.T, fv v
 	// Real keep-alive clients over TCP: the node counts them from Config.App's server, and a shed answers its
 	// request normally and closes only that connection.
 	t.Run("real connections", func(t *testing.T) {
-		ap := fv.newApp()
+		ap := fv.newFiberApp()
 		// The Rebalancer starts once the clients are connected, so that its one interval counts them all.
 		var mw atomic.Pointer[H]
 		ap.Use(H(func(c C) error {
@@ -284,7 +284,7 @@ func rebalanceSuite[C fiberglue.Ctx, H ~func(C) error, A any](t *testing.T, fv v
 		// min(4 - 2.5, ceil(2.5 * 0.5)) = 1 connection in its one interval.
 		r := a.NewRebalancer(core.Config[C, A]{
 			Cluster:        rebalanceFixed(2.5, 2),
-			App:            ap.Fiber().(A),
+			App:            ap.Instance().(A),
 			Interval:       10 * time.Minute,
 			ShedRate:       0.5,
 			MinConnections: 1,
@@ -356,9 +356,9 @@ func rebalanceSuite[C fiberglue.Ctx, H ~func(C) error, A any](t *testing.T, fv v
 
 	// The loop stops when Config.App shuts down (its metrics go with it).
 	t.Run("app shutdown stops the loop", func(t *testing.T) {
-		ap := fv.newApp()
+		ap := fv.newFiberApp()
 		reg := prometheus.NewRegistry()
-		r := a.NewRebalancer(core.Config[C, A]{Cluster: rebalanceFixed(40, 3), App: ap.Fiber().(A), Registerer: reg})
+		r := a.NewRebalancer(core.Config[C, A]{Cluster: rebalanceFixed(40, 3), App: ap.Instance().(A), Registerer: reg})
 		defer r.Close()
 		ap.Use(r.Handler())
 		ap.Get("/", func(c C) error { return fv.send(c, http.StatusOK, "ok") })
@@ -502,7 +502,7 @@ func BenchmarkRebalance(b *testing.B) {
 
 func benchmarkRebalance[C fiberglue.Ctx, H ~func(C) error, A any](b *testing.B, fv version[C, H], a rebalanceAdapter[C, H, A]) {
 	run := func(b *testing.B, mw H) {
-		ap := fv.newApp()
+		ap := fv.newFiberApp()
 		if mw != nil {
 			ap.Use(mw)
 		}
@@ -562,7 +562,7 @@ func rebalanceFixed(avg float64, nodes int) core.ClusterSource {
 
 // rebalanceRequest runs one request through ap's handler, as the server would, with a hand-built fasthttp request
 // context, and reports whether the response closes the connection.
-func rebalanceRequest[C any, H ~func(C) error](ap app[C, H], path string, connectionClose bool, header map[string]string) (closed bool, err error) {
+func rebalanceRequest[C any, H ~func(C) error](ap fiberApp[C, H], path string, connectionClose bool, header map[string]string) (closed bool, err error) {
 	var ctx fasthttp.RequestCtx
 	ctx.Request.SetRequestURI(path)
 	ctx.Request.Header.SetMethod(http.MethodGet)
@@ -580,7 +580,7 @@ func rebalanceRequest[C any, H ~func(C) error](ap app[C, H], path string, connec
 }
 
 // rebalanceCloses runs n requests to / and counts the responses that close their connection.
-func rebalanceCloses[C any, H ~func(C) error](t *testing.T, ap app[C, H], n int) int {
+func rebalanceCloses[C any, H ~func(C) error](t *testing.T, ap fiberApp[C, H], n int) int {
 	t.Helper()
 	closes := 0
 	for range n {

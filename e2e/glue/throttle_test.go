@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"io"
+	"log"
 	"math"
 	"os"
 	"strings"
@@ -12,6 +13,7 @@ import (
 	"testing"
 	"time"
 
+	throttlehttp "github.com/fiberguard/fiberguard/nethttp/throttle"
 	throttlev2 "github.com/fiberguard/fiberguard/throttle"
 	throttlecore "github.com/fiberguard/fiberguard/throttle/core"
 	"github.com/fiberguard/fiberguard/throttle/core/coretest"
@@ -26,26 +28,56 @@ import (
 	"go.uber.org/goleak"
 )
 
-// throttleAdapter is the throttle adapter of one Fiber version.
+// throttleAdapter is the throttle adapter of one version.
 type throttleAdapter[C throttlecore.Ctx, H ~func(C) error] struct {
 	New           func(config ...throttlecore.Config[C, H]) H
-	NewThrottler  func(config ...throttlecore.Config[C, H]) *throttlecore.Throttler[C, H]
-	ConfigDefault *throttlecore.Config[C, H]
-	// SetLogOutput is the version's log.SetOutput: where the adapter's log bridge writes.
+	NewThrottler  func(config ...throttlecore.Config[C, H]) throttler[H]
+	ConfigDefault defaults[throttlecore.Config[C, H]]
+	// SetLogOutput is the version's log.SetOutput: where the adapter's log bridge writes; LogCase names the
+	// case that proves it.
 	SetLogOutput func(w io.Writer)
+	LogCase      string
+}
+
+// throttler is a version's Throttler: the core's for Fiber, the net/http adapter's for net/http.
+type throttler[H any] interface {
+	Handler() H
+	Status() throttlecore.Status
+	Close() error
 }
 
 var (
-	throttleV2 = throttleAdapter[*fiberv2.Ctx, fiberv2.Handler]{
-		throttlev2.New, throttlev2.NewThrottler, &throttlev2.ConfigDefault, logv2.SetOutput}
-	throttleV3 = throttleAdapter[fiberv3.Ctx, fiberv3.Handler]{
-		throttlev3.New, throttlev3.NewThrottler, &throttlev3.ConfigDefault, logv3.SetOutput}
+	throttleV2 = throttleAdapter[*fiberv2.Ctx, fiberv2.Handler]{throttlev2.New,
+		func(config ...throttlev2.Config) throttler[fiberv2.Handler] {
+			return throttlev2.NewThrottler(config...)
+		},
+		fiberDefaults(&throttlev2.ConfigDefault), logv2.SetOutput, "LogsGoToFibersLog"}
+	throttleV3 = throttleAdapter[fiberv3.Ctx, fiberv3.Handler]{throttlev3.New,
+		func(config ...throttlev3.Config) throttler[fiberv3.Handler] {
+			return throttlev3.NewThrottler(config...)
+		},
+		fiberDefaults(&throttlev3.ConfigDefault), logv3.SetOutput, "LogsGoToFibersLog"}
+	throttleNet = throttleAdapter[*httpCtx, httpHandler]{
+		func(config ...throttlecore.Config[*httpCtx, httpHandler]) httpHandler {
+			return middleware(throttlehttp.New(convertConfigs[throttlehttp.Config](config)...))
+		},
+		func(config ...throttlecore.Config[*httpCtx, httpHandler]) throttler[httpHandler] {
+			return throttleHTTP{throttlehttp.NewThrottler(convertConfigs[throttlehttp.Config](config)...)}
+		},
+		httpDefaults[throttlecore.Config[*httpCtx, httpHandler]](&throttlehttp.ConfigDefault), log.SetOutput,
+		"LogsGoToTheStandardLog"}
 )
 
+// throttleHTTP is the net/http Throttler with its middleware in the net/http version's chain.
+type throttleHTTP struct{ *throttlehttp.Throttler }
+
+func (t throttleHTTP) Handler() httpHandler { return middleware(t.Throttler.Handler()) }
+
 func TestThrottle(t *testing.T) {
-	both(t, throttleV2, throttleV3,
+	each(t, throttleV2, throttleV3, throttleNet,
 		func(t *testing.T, a throttleAdapter[*fiberv2.Ctx, fiberv2.Handler]) { throttleSuite(t, v2, a) },
-		func(t *testing.T, a throttleAdapter[fiberv3.Ctx, fiberv3.Handler]) { throttleSuite(t, v3, a) })
+		func(t *testing.T, a throttleAdapter[fiberv3.Ctx, fiberv3.Handler]) { throttleSuite(t, v3, a) },
+		func(t *testing.T, a throttleAdapter[*httpCtx, httpHandler]) { throttleSuite(t, netHTTP, a) })
 }
 
 // throttleSuite is every test of the throttle adapter through real Fiber apps of version fv.
@@ -60,7 +92,7 @@ func throttleSuite[C throttlecore.Ctx, H ~func(C) error](t *testing.T, fv versio
 	t.Run("NextSkipsTheWindow", tt.nextSkipsTheWindow)
 	t.Run("NewPanicsOnBadConfig", tt.newPanicsOnBadConfig)
 	t.Run("ConfigDefault", tt.configDefault)
-	t.Run("LogsGoToFibersLog", tt.logsGoToFibersLog)
+	t.Run(a.LogCase, tt.logsGoToTheAdaptersLog)
 	t.Run("MetricsCountRequests", tt.metricsCountRequests)
 	t.Run("NewStopsWithContext", tt.newStopsWithContext)
 	t.Run("CloseConcurrentWithRequests", tt.closeConcurrentWithRequests)
@@ -72,30 +104,24 @@ type throttleTest[C throttlecore.Ctx, H ~func(C) error] struct {
 	a  throttleAdapter[C, H]
 }
 
-// throttleGet runs one GET through h with a hand-built request context, as fasthttp's server would.
-func throttleGet(h fasthttp.RequestHandler, path string) *fasthttp.RequestCtx {
-	ctx := &fasthttp.RequestCtx{}
-	ctx.Request.Header.SetMethod(fasthttp.MethodGet)
-	ctx.Request.SetRequestURI(path)
-	h(ctx)
-	return ctx
+// throttleGet serves one GET of path by ap in memory, on the calling goroutine.
+func throttleGet[C any, H ~func(C) error](ap app[C, H], path string) call {
+	cl := ap.Call(path)
+	cl.Do()
+	return cl
 }
 
-// throttleRespHeader returns the value of the response header key and whether the response has it at all.
-func throttleRespHeader(resp *fasthttp.Response, key string) (string, bool) {
-	for k, v := range resp.Header.All() {
-		if string(k) == key {
-			return string(v), true
-		}
-	}
-	return "", false
+// blockingApp is an app of the version behind mw with the routes of blockingRoutes.
+func (tt throttleTest[C, H]) blockingApp(mw H, entered chan<- struct{}, release <-chan struct{}) app[C, H] {
+	ap := tt.fv.newApp()
+	tt.blockingRoutes(ap, mw, entered, release)
+	return ap
 }
 
-// blockingApp serves /block until release is closed, telling entered when a request is inside the handler,
-// behind mw.
-func (tt throttleTest[C, H]) blockingApp(mw H, entered chan<- struct{}, release <-chan struct{}) fasthttp.RequestHandler {
+// blockingRoutes puts mw in front of app's routes: /block serves until release is closed, telling entered when
+// a request is inside the handler; /ok and /health answer at once, /panic panics and /error returns an error.
+func (tt throttleTest[C, H]) blockingRoutes(app app[C, H], mw H, entered chan<- struct{}, release <-chan struct{}) {
 	fv := tt.fv
-	app := fv.newApp()
 	app.Use(mw)
 	app.Get("/block", func(c C) error {
 		entered <- struct{}{}
@@ -106,27 +132,29 @@ func (tt throttleTest[C, H]) blockingApp(mw H, entered chan<- struct{}, release 
 	app.Get("/health", func(c C) error { return fv.send(c, fiberv2.StatusOK, "healthy") })
 	app.Get("/panic", func(c C) error { panic("handler bug") })
 	app.Get("/error", func(c C) error { return errors.New("handler error") })
-	return app.Handler()
 }
 
-// occupied serves a blockingApp behind th with one request parked in /block; release lets it finish and waits.
-func (tt throttleTest[C, H]) occupied(th *throttlecore.Throttler[C, H]) (h fasthttp.RequestHandler, release func()) {
+// occupied serves the blocking routes by ap behind th with one request parked in /block; release lets it finish
+// and waits.
+func (tt throttleTest[C, H]) occupied(ap app[C, H], th throttler[H]) (release func()) {
 	entered, unblock, done := make(chan struct{}), make(chan struct{}), make(chan struct{})
-	h = tt.blockingApp(th.Handler(), entered, unblock)
-	go func() { defer close(done); throttleGet(h, "/block") }()
+	tt.blockingRoutes(ap, th.Handler(), entered, unblock)
+	block := ap.Call("/block")
+	go func() { defer close(done); block.Do() }()
 	<-entered
-	return h, func() { close(unblock); <-done }
+	return func() { close(unblock); <-done }
 }
 
 // rejectOne rejects one request with a window of 1 held by another and returns the rejection.
-func (tt throttleTest[C, H]) rejectOne(t *testing.T, cfg throttlecore.Config[C, H]) *fasthttp.RequestCtx {
+func (tt throttleTest[C, H]) rejectOne(t *testing.T, cfg throttlecore.Config[C, H]) call {
 	t.Helper()
 	cfg.WindowMin, cfg.WindowMax, cfg.DisableMetrics = 1, 1, true
 	th := tt.a.NewThrottler(cfg)
 	defer th.Close()
-	h, release := tt.occupied(th)
+	ap := tt.fv.newApp()
+	release := tt.occupied(ap, th)
 	defer release()
-	return throttleGet(h, "/ok")
+	return throttleGet(ap, "/ok")
 }
 
 func (tt throttleTest[C, H]) admissionRejectsBeyondTheWindow(t *testing.T) {
@@ -138,7 +166,8 @@ func (tt throttleTest[C, H]) admissionRejectsBeyondTheWindow(t *testing.T) {
 	var wg sync.WaitGroup
 	codes := make([]int, 2)
 	for i := range 2 {
-		wg.Go(func() { codes[i] = throttleGet(h, "/block").Response.StatusCode() })
+		block := h.Call("/block")
+		wg.Go(func() { block.Do(); codes[i] = block.Status() })
 		<-entered
 	}
 	if th.Status().InFlight != 2 {
@@ -146,10 +175,10 @@ func (tt throttleTest[C, H]) admissionRejectsBeyondTheWindow(t *testing.T) {
 	}
 
 	rej := throttleGet(h, "/ok")
-	if rej.Response.StatusCode() != fiberv2.StatusServiceUnavailable {
-		t.Fatalf("third request: status %d, want 503", rej.Response.StatusCode())
+	if rej.Status() != fiberv2.StatusServiceUnavailable {
+		t.Fatalf("third request: status %d, want 503", rej.Status())
 	}
-	if got := string(rej.Response.Header.Peek(fiberv2.HeaderRetryAfter)); got != "1" {
+	if got, _ := rej.Header(fiberv2.HeaderRetryAfter); got != "1" {
 		t.Fatalf("Retry-After %q, want \"1\"", got)
 	}
 
@@ -160,7 +189,7 @@ func (tt throttleTest[C, H]) admissionRejectsBeyondTheWindow(t *testing.T) {
 			t.Fatalf("admitted request %d: status %d", i, c)
 		}
 	}
-	if got := throttleGet(h, "/ok").Response.StatusCode(); got != fiberv2.StatusOK {
+	if got := throttleGet(h, "/ok").Status(); got != fiberv2.StatusOK {
 		t.Fatalf("request after the window emptied: status %d", got)
 	}
 	s := th.Status()
@@ -170,7 +199,7 @@ func (tt throttleTest[C, H]) admissionRejectsBeyondTheWindow(t *testing.T) {
 }
 
 func (tt throttleTest[C, H]) rejectionIsConfigurable(t *testing.T) {
-	const defaultBody = "throttle: concurrency limit reached, retry later\n"
+	const defaultBody, textPlain = "throttle: concurrency limit reached, retry later\n", "text/plain; charset=utf-8"
 	send := tt.fv.send
 	tests := []struct {
 		name       string
@@ -178,28 +207,32 @@ func (tt throttleTest[C, H]) rejectionIsConfigurable(t *testing.T) {
 		wantStatus int
 		wantRetry  string
 		wantBody   string
+		wantType   string // the default's; a custom OnReject's own (what the version's send sets)
 	}{
-		{"default", throttlecore.Config[C, H]{}, 503, "1", defaultBody},
+		{"default", throttlecore.Config[C, H]{}, 503, "1", defaultBody, textPlain},
 		{"status code", throttlecore.Config[C, H]{OnReject: func(c C) error {
 			return send(c, fiberv2.StatusTooManyRequests, "Too Many Requests")
-		}}, 429, "1", "Too Many Requests"},
-		{"retry-after rounds up", throttlecore.Config[C, H]{RetryAfter: 1500 * time.Millisecond}, 503, "2", defaultBody},
-		{"negative retry-after omits the header", throttlecore.Config[C, H]{RetryAfter: -1}, 503, "", defaultBody},
+		}}, 429, "1", "Too Many Requests", tt.fv.sendType},
+		{"retry-after rounds up", throttlecore.Config[C, H]{RetryAfter: 1500 * time.Millisecond}, 503, "2", defaultBody, textPlain},
+		{"negative retry-after omits the header", throttlecore.Config[C, H]{RetryAfter: -1}, 503, "", defaultBody, textPlain},
 		{"handler", throttlecore.Config[C, H]{OnReject: func(c C) error {
 			return send(c, fiberv2.StatusTeapot, "busy")
-		}}, fiberv2.StatusTeapot, "1", "busy"},
+		}}, fiberv2.StatusTeapot, "1", "busy", tt.fv.sendType},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rej := tt.rejectOne(t, tc.cfg)
-			if rej.Response.StatusCode() != tc.wantStatus {
-				t.Errorf("status %d, want %d", rej.Response.StatusCode(), tc.wantStatus)
+			if rej.Status() != tc.wantStatus {
+				t.Errorf("status %d, want %d", rej.Status(), tc.wantStatus)
 			}
-			if got := string(rej.Response.Header.Peek(fiberv2.HeaderRetryAfter)); got != tc.wantRetry {
+			if got, _ := rej.Header(fiberv2.HeaderRetryAfter); got != tc.wantRetry {
 				t.Errorf("Retry-After %q, want %q", got, tc.wantRetry)
 			}
-			if got := string(rej.Response.Body()); got != tc.wantBody {
+			if got := rej.Body(); got != tc.wantBody {
 				t.Errorf("body %q, want %q", got, tc.wantBody)
+			}
+			if got, _ := rej.Header("Content-Type"); got != tc.wantType {
+				t.Errorf("Content-Type %q, want %q", got, tc.wantType)
 			}
 		})
 	}
@@ -227,11 +260,11 @@ func (tt throttleTest[C, H]) rejectionHeaders(t *testing.T) {
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
 			rej := tt.rejectOne(t, tc.cfg)
-			got, hasRetry := throttleRespHeader(&rej.Response, fiberv2.HeaderRetryAfter)
+			got, hasRetry := rej.Header(fiberv2.HeaderRetryAfter)
 			if got != tc.wantRetry || hasRetry != (tc.wantRetry != "") {
 				t.Errorf("Retry-After %q (present %t), want %q", got, hasRetry, tc.wantRetry)
 			}
-			if got := string(rej.Response.Header.Peek("Fiberguard-Rejected-By")); got != tc.wantRejectedBy {
+			if got, _ := rej.Header("Fiberguard-Rejected-By"); got != tc.wantRejectedBy {
 				t.Errorf("Fiberguard-Rejected-By %q, want %q", got, tc.wantRejectedBy)
 			}
 		})
@@ -248,10 +281,10 @@ func (tt throttleTest[C, H]) onRejectSeesTheHeaders(t *testing.T) {
 	if retry != "3" || by != "throttle/api" {
 		t.Fatalf("OnReject saw Retry-After %q and Fiberguard-Rejected-By %q, want \"3\" and \"throttle/api\"", retry, by)
 	}
-	if rej.Response.StatusCode() != fiberv2.StatusTooManyRequests || string(rej.Response.Body()) != `{"retry_after":"3"}` {
-		t.Fatalf("response %d %q, want OnReject's 429", rej.Response.StatusCode(), rej.Response.Body())
+	if rej.Status() != fiberv2.StatusTooManyRequests || rej.Body() != `{"retry_after":"3"}` {
+		t.Fatalf("response %d %q, want OnReject's 429", rej.Status(), rej.Body())
 	}
-	if got := string(rej.Response.Header.Peek("Fiberguard-Rejected-By")); got != "throttle/api" {
+	if got, _ := rej.Header("Fiberguard-Rejected-By"); got != "throttle/api" {
 		t.Fatalf("Fiberguard-Rejected-By %q in the response, want \"throttle/api\"", got)
 	}
 }
@@ -261,17 +294,17 @@ func (tt throttleTest[C, H]) admittedRequestHasNoRejectionHeaders(t *testing.T) 
 	th := tt.a.NewThrottler(throttlecore.Config[C, H]{DisableMetrics: true})
 	defer th.Close()
 	ok := throttleGet(tt.blockingApp(th.Handler(), nil, nil), "/ok")
-	if ok.Response.StatusCode() != fiberv2.StatusOK {
-		t.Errorf("admitted request: status %d, want 200", ok.Response.StatusCode())
+	if ok.Status() != fiberv2.StatusOK || ok.Body() != "ok" {
+		t.Errorf("admitted request: %d %q, want 200 ok", ok.Status(), ok.Body())
 	}
 	for _, key := range []string{fiberv2.HeaderRetryAfter, "Fiberguard-Rejected-By"} {
-		if v, present := throttleRespHeader(&ok.Response, key); present {
+		if v, present := ok.Header(key); present {
 			t.Errorf("admitted request carries %s: %q", key, v)
 		}
 	}
 }
 
-// slotReleasedOnPanicAndError: the requests are served by app.Handler() with hand-built contexts, so that the
+// slotReleasedOnPanicAndError: the requests are served by app.Call, on the test's goroutine, so that the
 // handler's panic reaches the test (app.Test serves on a goroutine of its own, where it would end the binary).
 func (tt throttleTest[C, H]) slotReleasedOnPanicAndError(t *testing.T) {
 	th := tt.a.NewThrottler(throttlecore.Config[C, H]{WindowMin: 1, WindowMax: 1, DisableMetrics: true})
@@ -289,13 +322,13 @@ func (tt throttleTest[C, H]) slotReleasedOnPanicAndError(t *testing.T) {
 	if n := th.Status().InFlight; n != 0 {
 		t.Fatalf("in flight %d after a panicking handler, want 0", n)
 	}
-	if got := throttleGet(h, "/error").Response.StatusCode(); got != fiberv2.StatusInternalServerError {
+	if got := throttleGet(h, "/error").Status(); got != fiberv2.StatusInternalServerError {
 		t.Fatalf("erroring handler: status %d, want 500", got)
 	}
 	if n := th.Status().InFlight; n != 0 {
 		t.Fatalf("in flight %d after an erroring handler, want 0", n)
 	}
-	if got := throttleGet(h, "/ok").Response.StatusCode(); got != fiberv2.StatusOK {
+	if got := throttleGet(h, "/ok").Status(); got != fiberv2.StatusOK {
 		t.Fatalf("window of 1 after a panic and an error: status %d, want 200", got)
 	}
 }
@@ -306,12 +339,16 @@ func (tt throttleTest[C, H]) nextSkipsTheWindow(t *testing.T) {
 		Next: func(c C) bool { return tt.fv.path(c) == "/health" },
 	})
 	defer th.Close()
-	h, release := tt.occupied(th)
-	health := throttleGet(h, "/health").Response.StatusCode()
-	other := throttleGet(h, "/ok").Response.StatusCode()
+	h := tt.fv.newApp()
+	release := tt.occupied(h, th)
+	health := throttleGet(h, "/health").Status()
+	other := throttleGet(h, "/ok").Status()
 	release()
 	if health != fiberv2.StatusOK || other != fiberv2.StatusServiceUnavailable {
 		t.Fatalf("full window: /health %d (want 200, skipped), /ok %d (want 503)", health, other)
+	}
+	if s := th.Status(); s.Admitted != 1 || s.Rejected != 1 {
+		t.Fatalf("status %+v: the skipped request was counted", s)
 	}
 }
 
@@ -349,17 +386,14 @@ func (tt throttleTest[C, H]) newPanicsOnBadConfig(t *testing.T) {
 // configDefault: the adapter's ConfigDefault holds the documented defaults and the default rejection, and New
 // without a config uses it.
 func (tt throttleTest[C, H]) configDefault(t *testing.T) {
-	d := *tt.a.ConfigDefault
+	d := tt.a.ConfigDefault.get()
 	if d.WindowMin != 10 || d.WindowMax != 1000 || d.Interval != 15*time.Second || d.Timeout != 5*time.Second ||
 		d.RetryAfter != time.Second || d.Name != "default" || d.FailMode != throttlecore.FailOpen || d.OnReject == nil ||
 		d.Next != nil || d.Registerer != nil || d.Context != nil {
 		t.Fatalf("ConfigDefault %+v", d)
 	}
-	saved := d
-	t.Cleanup(func() { *tt.a.ConfigDefault = saved })
 	// Read when a Throttler is made: metrics off here keeps the default registry clean.
-	tt.a.ConfigDefault.DisableMetrics = true
-	tt.a.ConfigDefault.Name = "changed"
+	tt.a.ConfigDefault.edit(t, func(d *throttlecore.Config[C, H]) { d.DisableMetrics, d.Name = true, "changed" })
 	th := tt.a.NewThrottler()
 	defer th.Close()
 	if s := th.Status(); s.Name != "changed" || s.WindowMin != 10 || s.WindowMax != 1000 {
@@ -367,9 +401,9 @@ func (tt throttleTest[C, H]) configDefault(t *testing.T) {
 	}
 }
 
-// logsGoToFibersLog: what the engine reports (an invalid query at error level, a failing trigger and a duplicate
-// registration as warnings) is written by Fiber's logger.
-func (tt throttleTest[C, H]) logsGoToFibersLog(t *testing.T) {
+// logsGoToTheAdaptersLog: what the engine reports (an invalid query at error level, a failing trigger and a
+// duplicate registration as warnings) is written by the adapter's logger: Fiber's, or the standard library's.
+func (tt throttleTest[C, H]) logsGoToTheAdaptersLog(t *testing.T) {
 	logs := &coretest.Buffer{}
 	tt.a.SetLogOutput(logs)
 	t.Cleanup(func() { tt.a.SetLogOutput(os.Stderr) })
@@ -393,7 +427,7 @@ func (tt throttleTest[C, H]) logsGoToFibersLog(t *testing.T) {
 		`[Warn] throttle "api": metrics already registered`,
 	} {
 		if !strings.Contains(logs.String(), want) {
-			t.Errorf("Fiber's log lacks %q:\n%s", want, logs)
+			t.Errorf("the adapter's log lacks %q:\n%s", want, logs)
 		}
 	}
 }
@@ -404,7 +438,8 @@ func (tt throttleTest[C, H]) metricsCountRequests(t *testing.T) {
 	reg := prometheus.NewRegistry()
 	th := tt.a.NewThrottler(throttlecore.Config[C, H]{Name: "api", Registerer: reg, WindowMin: 1, WindowMax: 1})
 	defer th.Close()
-	h, release := tt.occupied(th)
+	h := tt.fv.newApp()
+	release := tt.occupied(h, th)
 	throttleGet(h, "/ok") // rejected: the window of 1 is taken
 	release()
 	throttleGet(h, "/ok")
@@ -442,9 +477,12 @@ func (tt throttleTest[C, H]) newStopsWithContext(t *testing.T) {
 	}
 	<-calls
 	cancel()
-	// The trigger goroutine ends with the context, without a Close.
+	// The trigger goroutine ends with the context, without a Close; the middleware keeps admitting.
 	if err := goleak.Find(before); err != nil {
 		t.Fatal(err)
+	}
+	if got := throttleGet(tt.blockingApp(h, nil, nil), "/ok").Status(); got != fiberv2.StatusOK {
+		t.Fatalf("request after the context ended: %d, want 200", got)
 	}
 }
 
@@ -462,6 +500,7 @@ func (tt throttleTest[C, H]) closeConcurrentWithRequests(t *testing.T) {
 	stop := make(chan struct{})
 	var workers sync.WaitGroup
 	for range 4 {
+		cl := h.Call("/ok")
 		workers.Go(func() {
 			for {
 				select {
@@ -469,7 +508,7 @@ func (tt throttleTest[C, H]) closeConcurrentWithRequests(t *testing.T) {
 					return
 				default:
 				}
-				if code := throttleGet(h, "/ok").Response.StatusCode(); code != fiberv2.StatusOK && code != fiberv2.StatusServiceUnavailable {
+				if cl.Do(); cl.Status() != fiberv2.StatusOK && cl.Status() != fiberv2.StatusServiceUnavailable {
 					unexpected.Add(1)
 				}
 				answered.Add(1)
@@ -504,7 +543,7 @@ func (tt throttleTest[C, H]) closeConcurrentWithRequests(t *testing.T) {
 	if s.Admitted+s.Rejected != uint64(answered.Load()) || s.InFlight != 0 {
 		t.Fatalf("status %+v after %d requests: want every request counted and none in flight", s, answered.Load())
 	}
-	if got := throttleGet(h, "/ok").Response.StatusCode(); got != fiberv2.StatusOK {
+	if got := throttleGet(h, "/ok").Status(); got != fiberv2.StatusOK {
 		t.Fatalf("request after Close: status %d, want 200", got)
 	}
 	goleak.VerifyNone(t, before)
@@ -521,28 +560,22 @@ func (tt throttleTest[C, H]) handlerAllocatesNothing(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			th := tt.a.NewThrottler(throttlecore.Config[C, H]{WindowMin: max(tc.window, 1), WindowMax: max(tc.window, 1), DisableMetrics: true})
 			defer th.Close()
-			h, release := tt.blockingApp(th.Handler(), nil, nil), func() {}
+			h := tt.fv.newApp()
 			if tc.window == 0 {
-				h, release = tt.occupied(th)
+				defer tt.occupied(h, th)()
+			} else {
+				tt.blockingRoutes(h, th.Handler(), nil, nil)
 			}
-			defer release()
-			ctx := throttleRequest("/ok")
-			h(ctx) // the app's first request warms its pools
-			if allocs := testing.AllocsPerRun(1000, func() { h(ctx) }); allocs != 0 {
+			cl := h.Call("/ok")
+			cl.Do() // the app's first request warms its pools
+			if allocs := testing.AllocsPerRun(1000, cl.Do); allocs != 0 {
 				t.Fatalf("%v allocations per request, want 0", allocs)
 			}
-			if got := ctx.Response.StatusCode(); got != tc.want {
+			if got := cl.Status(); got != tc.want {
 				t.Fatalf("status %d, want %d", got, tc.want)
 			}
 		})
 	}
-}
-
-func throttleRequest(path string) *fasthttp.RequestCtx {
-	ctx := &fasthttp.RequestCtx{}
-	ctx.Request.Header.SetMethod(fasthttp.MethodGet)
-	ctx.Request.SetRequestURI(path)
-	return ctx
 }
 
 // BenchmarkThrottle is the middleware's cost per request on each Fiber version, beside the app without it
@@ -560,7 +593,7 @@ func throttleBench[C throttlecore.Ctx, H ~func(C) error](b *testing.B, fv versio
 	a.SetLogOutput(io.Discard)
 	b.Cleanup(func() { a.SetLogOutput(os.Stderr) })
 	run := func(b *testing.B, h fasthttp.RequestHandler, want int) {
-		ctx := throttleRequest("/ok")
+		ctx := requestCtx("/ok")
 		b.ReportAllocs()
 		for b.Loop() {
 			h(ctx)
@@ -570,33 +603,39 @@ func throttleBench[C throttlecore.Ctx, H ~func(C) error](b *testing.B, fv versio
 		}
 	}
 	b.Run("baseline", func(b *testing.B) {
-		app := fv.newApp()
+		app := fv.newFiberApp()
 		app.Get("/ok", func(c C) error { return fv.send(c, fiberv2.StatusOK, "ok") })
 		run(b, app.Handler(), fiberv2.StatusOK)
 	})
+	// blocking is a Fiber app behind mw with the blocking routes, as its fasthttp handler.
+	blocking := func(mw H) fasthttp.RequestHandler {
+		app := fv.newFiberApp()
+		tt.blockingRoutes(app, mw, nil, nil)
+		return app.Handler()
+	}
 	b.Run("pass-through", func(b *testing.B) {
-		run(b, tt.blockingApp(fv.next, nil, nil), fiberv2.StatusOK)
+		run(b, blocking(fv.next), fiberv2.StatusOK)
 	})
 	b.Run("admitted", func(b *testing.B) {
 		th := a.NewThrottler(throttlecore.Config[C, H]{WindowMin: 100, WindowMax: 100, DisableMetrics: true})
 		defer th.Close()
-		run(b, tt.blockingApp(th.Handler(), nil, nil), fiberv2.StatusOK)
+		run(b, blocking(th.Handler()), fiberv2.StatusOK)
 	})
 	// A request turned away by the default OnReject: 503, a text body, Retry-After and Fiberguard-Rejected-By.
 	b.Run("rejected", func(b *testing.B) {
 		th := a.NewThrottler(throttlecore.Config[C, H]{WindowMin: 1, WindowMax: 1, DisableMetrics: true})
 		defer th.Close()
-		h, release := tt.occupied(th)
-		defer release()
-		run(b, h, fiberv2.StatusServiceUnavailable)
+		app := fv.newFiberApp()
+		defer tt.occupied(app, th)()
+		run(b, app.Handler(), fiberv2.StatusServiceUnavailable)
 	})
 	b.Run("admitted-parallel", func(b *testing.B) {
 		th := a.NewThrottler(throttlecore.Config[C, H]{WindowMin: 1000, WindowMax: 1000, DisableMetrics: true})
 		defer th.Close()
-		h := tt.blockingApp(th.Handler(), nil, nil)
+		h := blocking(th.Handler())
 		b.ReportAllocs()
 		b.RunParallel(func(pb *testing.PB) {
-			ctx := throttleRequest("/ok")
+			ctx := requestCtx("/ok")
 			for pb.Next() {
 				h(ctx)
 			}

@@ -36,7 +36,7 @@ type upstreampickAdapter[C upfast.Ctx, H ~func(C) error] struct {
 	balancer func(client *fasthttp.LBClient) H
 	// balancerApp is an app proxying every request through proxy.Balancer with p's client, its ErrorHandler
 	// answering ErrNoUpstream with p.Reject as the README shows.
-	balancerApp func(p *upfast.Picker[C, H]) app[C, H]
+	balancerApp func(p *upfast.Picker[C, H]) fiberApp[C, H]
 }
 
 var upstreampickV2 = upstreampickAdapter[*fiberv2.Ctx, fiberv2.Handler]{
@@ -47,16 +47,15 @@ var upstreampickV2 = upstreampickAdapter[*fiberv2.Ctx, fiberv2.Handler]{
 	balancer: func(client *fasthttp.LBClient) fiberv2.Handler {
 		return proxyv2.Balancer(proxyv2.Config{Client: client})
 	},
-	balancerApp: func(p *upv2.Picker) app[*fiberv2.Ctx, fiberv2.Handler] {
+	balancerApp: func(p *upv2.Picker) fiberApp[*fiberv2.Ctx, fiberv2.Handler] {
 		a := fiberv2.New(fiberv2.Config{DisableStartupMessage: true, ErrorHandler: func(c *fiberv2.Ctx, err error) error {
 			if errors.Is(err, upv2.ErrNoUpstream) {
 				return p.Reject(c)
 			}
 			return fiberv2.DefaultErrorHandler(c, err)
 		}})
-		quiet(a.Server())
 		a.Use(proxyv2.Balancer(proxyv2.Config{Client: p.LBClient()}))
-		return appV2{a}
+		return asAppV2(a)
 	},
 }
 
@@ -68,16 +67,15 @@ var upstreampickV3 = upstreampickAdapter[fiberv3.Ctx, fiberv3.Handler]{
 	balancer: func(client *fasthttp.LBClient) fiberv3.Handler {
 		return proxyv3.Balancer(proxyv3.Config{Client: client})
 	},
-	balancerApp: func(p *upv3.Picker) app[fiberv3.Ctx, fiberv3.Handler] {
+	balancerApp: func(p *upv3.Picker) fiberApp[fiberv3.Ctx, fiberv3.Handler] {
 		a := fiberv3.New(fiberv3.Config{ErrorHandler: func(c fiberv3.Ctx, err error) error {
 			if errors.Is(err, upv3.ErrNoUpstream) {
 				return p.Reject(c)
 			}
 			return fiberv3.DefaultErrorHandler(c, err)
 		}})
-		quiet(a.Server())
 		a.Use(proxyv3.Balancer(proxyv3.Config{Client: p.LBClient()}))
-		return appV3{a}
+		return asAppV3(a)
 	},
 }
 
@@ -118,14 +116,14 @@ func upstreampickSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv version[
 		return p
 	}
 	// handlerApp is an app using h, then the handlers of more.
-	handlerApp := func(h H) app[C, H] {
-		app := fv.newApp()
+	handlerApp := func(h H) fiberApp[C, H] {
+		app := fv.newFiberApp()
 		app.Use(h)
 		return app
 	}
 	// rejectingApp is an app using the Handler of a Picker over cfg once its upstreams are unhealthy, so that it
 	// rejects every request.
-	rejectingApp := func(t *testing.T, n *memnet.Net, cfg upcore.Config[C, H]) app[C, H] {
+	rejectingApp := func(t *testing.T, n *memnet.Net, cfg upcore.Config[C, H]) fiberApp[C, H] {
 		t.Helper()
 		p := picker(n, cfg)
 		memnet.Eventually(t, "upstreams unhealthy", func() bool { return upAllUnhealthy(p.Status()) })
@@ -181,7 +179,7 @@ func upstreampickSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv version[
 			p := picker(n, testConfig("10.0.0.8:80", upDead)) // nothing answers there
 			memnet.Eventually(t, "both upstreams unhealthy", func() bool { return upAllUnhealthy(p.Status()) })
 
-			for name, app := range map[string]app[C, H]{
+			for name, app := range map[string]fiberApp[C, H]{
 				"proxy.Balancer": handlerApp(a.balancer(p.LBClient())),
 				"Handler":        handlerApp(p.Handler()),
 			} {
@@ -432,7 +430,7 @@ func upstreampickSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv version[
 			p := picker(n, cfg)
 			memnet.Eventually(t, "upstreams unhealthy", func() bool { return upAllUnhealthy(p.Status()) })
 			balanced := a.balancerApp(p).Handler()
-			own := fv.newApp()
+			own := fv.newFiberApp()
 			own.Get("/own", func(c C) error {
 				if _, ok := p.Pick(); !ok {
 					return p.Reject(c)
@@ -563,7 +561,7 @@ func BenchmarkUpstreampickReject(b *testing.B) {
 
 func upstreampickRejectBench[C upfast.Ctx, H ~func(C) error](b *testing.B, fv version[C, H], a upstreampickAdapter[C, H]) {
 	b.Run("pass-through", func(b *testing.B) {
-		app := fv.newApp()
+		app := fv.newFiberApp()
 		app.Use(func(c C) error { return fv.next(c) })
 		app.Use(a.ConfigDefault.OnReject)
 		upServeLoop(b, app.Handler())
@@ -581,7 +579,7 @@ func upstreampickRejectBench[C upfast.Ctx, H ~func(C) error](b *testing.B, fv ve
 				b.Fatal("the upstream did not become unhealthy")
 			}
 		}
-		app := fv.newApp()
+		app := fv.newFiberApp()
 		app.Use(p.Handler())
 		upServeLoop(b, app.Handler())
 	})

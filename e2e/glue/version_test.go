@@ -49,8 +49,10 @@ type app[C any, H ~func(C) error] interface {
 	All(path string, h H)
 	// Test serves req in memory with no timeout: a loaded machine is slow, not wrong.
 	Test(req *http.Request) (*http.Response, error)
-	// Call prepares a GET of path to be served in memory on the caller's goroutine.
+	// Call prepares a GET of path to be served in memory on the caller's goroutine; CallRequest one of req
+	// (its method, URI, header and Close).
 	Call(path string) call
+	CallRequest(req *http.Request) call
 	// Serve serves ln until Shutdown.
 	Serve(ln net.Listener) error
 	Shutdown() error
@@ -99,8 +101,19 @@ type fasthttpCall struct {
 	ctx *fasthttp.RequestCtx
 }
 
-func newFasthttpCall(h fasthttp.RequestHandler, path string) *fasthttpCall {
-	return &fasthttpCall{h, requestCtx(path)}
+func newFasthttpCall(h fasthttp.RequestHandler, req *http.Request) *fasthttpCall {
+	ctx := &fasthttp.RequestCtx{}
+	ctx.Request.Header.SetMethod(req.Method)
+	ctx.Request.SetRequestURI(req.URL.RequestURI())
+	for key, values := range req.Header {
+		for _, v := range values {
+			ctx.Request.Header.Add(key, v)
+		}
+	}
+	if req.Close {
+		ctx.Request.Header.SetConnectionClose()
+	}
+	return &fasthttpCall{h, ctx}
 }
 
 // Do clears the last response keeping its body buffer (Response.Reset would give it back to a pool: an
@@ -123,6 +136,9 @@ func (f *fasthttpCall) Header(key string) (string, bool) {
 	}
 	return "", false
 }
+
+// getRequest is a GET of path, as a server hands it to its handler.
+func getRequest(path string) *http.Request { return httptest.NewRequest(http.MethodGet, path, nil) }
 
 // requestCtx is a reusable request context for GET path, to drive an app's handler without a connection.
 func requestCtx(path string) *fasthttp.RequestCtx {
@@ -175,7 +191,8 @@ func (a appV2) All(path string, h fiberv2.Handler)             { a.App.All(path,
 func (a appV2) Test(req *http.Request) (*http.Response, error) { return a.App.Test(req, -1) }
 func (a appV2) Serve(ln net.Listener) error                    { return a.Listener(ln) }
 func (a appV2) Instance() any                                  { return a.App }
-func (a appV2) Call(path string) call                          { return newFasthttpCall(a.handler(), path) }
+func (a appV2) Call(path string) call                          { return a.CallRequest(getRequest(path)) }
+func (a appV2) CallRequest(req *http.Request) call             { return newFasthttpCall(a.handler(), req) }
 
 var v3 = version[fiberv3.Ctx, fiberv3.Handler]{
 	name:        "fiber-v3",
@@ -215,8 +232,9 @@ func (a appV3) Test(req *http.Request) (*http.Response, error) {
 func (a appV3) Serve(ln net.Listener) error {
 	return a.Listener(ln, fiberv3.ListenConfig{DisableStartupMessage: true})
 }
-func (a appV3) Instance() any         { return a.App }
-func (a appV3) Call(path string) call { return newFasthttpCall(a.handler(), path) }
+func (a appV3) Instance() any                      { return a.App }
+func (a appV3) Call(path string) call              { return a.CallRequest(getRequest(path)) }
+func (a appV3) CallRequest(req *http.Request) call { return newFasthttpCall(a.handler(), req) }
 
 // The context and handler types of each version, for the adapters' type arguments.
 type (
@@ -384,8 +402,10 @@ func (a *httpApp) Test(req *http.Request) (*http.Response, error) {
 	return rec.Result(), nil
 }
 
-func (a *httpApp) Call(path string) call {
-	return &httpCall{h: a, req: httptest.NewRequest(http.MethodGet, path, nil), rec: &recorder{header: http.Header{}}}
+func (a *httpApp) Call(path string) call { return a.CallRequest(getRequest(path)) }
+
+func (a *httpApp) CallRequest(req *http.Request) call {
+	return &httpCall{h: a, req: req, rec: &recorder{header: http.Header{}}}
 }
 
 // Serve serves ln until Shutdown; it returns nil then, as Fiber's Listener does.

@@ -4,6 +4,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"testing"
+	"time"
 )
 
 // BenchmarkRebalance drives a handler chain with one request and one httptest.ResponseRecorder: bare is the final
@@ -37,4 +38,28 @@ func BenchmarkRebalance(b *testing.B) {
 		defer r.Close()
 		run(b, r.Handler()(final))
 	})
+}
+
+// afterOneInterval is a Rebalancer after its first interval, whose next one is 10 minutes away: balanced, with no
+// budget, or shedding with a budget no run spends (2^40 connections against an average of 2^30 at ShedRate 1:
+// 2^30 connections).
+func afterOneInterval(tb testing.TB, shedding bool) *Rebalancer {
+	tb.Helper()
+	local, average := 60, 60.0
+	if shedding {
+		local, average = 1<<40, 1<<30
+	}
+	r := NewRebalancer(Config{
+		Cluster:        fixed(average, 3),
+		Connections:    func() int { return local },
+		Interval:       10 * time.Minute,
+		ShedRate:       1,
+		MinConnections: -1,
+		DisableMetrics: true,
+	})
+	wait(tb, func() bool { return r.Status().UpdatedAt != nil })
+	if st := r.Status(); (st.Budget > 0) != shedding {
+		tb.Fatalf("status %+v, want shedding %v", st, shedding)
+	}
+	return r
 }

@@ -1,9 +1,11 @@
+// The adapter's tests that every version shares run in e2e/glue (TestRebalance/net-http); these are the ones
+// only net/http has: HTTP/1.0 and HTTP/2 requests, connections counted through http.Server.ConnState, real
+// servers.
 package rebalance
 
 import (
 	"bytes"
 	"context"
-	"errors"
 	"io"
 	"log"
 	"net"
@@ -69,38 +71,9 @@ func closes(t *testing.T, h http.Handler, n int) int {
 	return c
 }
 
-func TestBudget(t *testing.T) {
-	release := make(chan struct{})
-	r := NewRebalancer(shedding(func(ctx context.Context) (core.Cluster, error) {
-		select {
-		case <-release:
-		case <-ctx.Done():
-		}
-		return core.Cluster{Average: 40, Nodes: 3}, nil
-	}))
-	defer r.Close()
-	h := r.Handler()(ok)
-	if got := closes(t, h, 5); got != 0 {
-		t.Fatalf("before the first interval: %d responses closed, want 0", got)
-	}
-	close(release)
-	started(t, r)
-	st := r.Status()
-	if st.Decision != core.DecisionShedding || st.Budget != 2 || st.Balance != 0.5 || st.Average != 40 || st.Nodes != 3 {
-		t.Fatalf("status %+v, want shedding with budget 2 at balance 0.5", st)
-	}
-	if got := closes(t, h, 5); got != 2 {
-		t.Fatalf("%d of 5 responses closed, want the budget of 2", got)
-	}
-	if st := r.Status(); st.Shed != 2 {
-		t.Fatalf("Shed = %d, want 2", st.Shed)
-	}
-}
-
+// Requests of the protocols whose connections a shed cannot close, or that close anyway, spend no budget.
 func TestNotShed(t *testing.T) {
-	cfg := shedding(fixed(40, 3))
-	cfg.Next = func(req *http.Request) bool { return req.Header.Get("X-Skip") != "" }
-	r := NewRebalancer(cfg)
+	r := NewRebalancer(shedding(fixed(40, 3)))
 	defer r.Close()
 	h := r.Handler()(ok)
 	started(t, r)
@@ -109,11 +82,9 @@ func TestNotShed(t *testing.T) {
 		edit func(*http.Request)
 	}{
 		// The connection closes anyway: it must not spend the budget (its own Connection: close is not ours).
-		{"Connection: close", func(req *http.Request) { req.Close = true }},
 		{"HTTP/1.0 without keep-alive", func(req *http.Request) {
 			req.Proto, req.ProtoMinor, req.Close = "HTTP/1.0", 0, true
 		}},
-		{"skipped by Next", func(req *http.Request) { req.Header.Set("X-Skip", "1") }},
 		{"HTTP/2", func(req *http.Request) { req.Proto, req.ProtoMajor, req.ProtoMinor = "HTTP/2.0", 2, 0 }},
 	} {
 		for range 3 {
@@ -127,54 +98,6 @@ func TestNotShed(t *testing.T) {
 	}
 	if st := r.Status(); st.Shed != 2 {
 		t.Fatalf("Shed = %d, want 2", st.Shed)
-	}
-}
-
-func TestNew(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cfg := shedding(fixed(40, 3))
-	cfg.Context = ctx
-	reg := cfg.Registerer.(*prometheus.Registry)
-	h := New(cfg)(ok)
-	wait(t, func() bool { return gather(t, reg, "default")["fiberguard_rebalance_balance"] == 0.5 })
-	if got := closes(t, h, 5); got != 2 {
-		t.Fatalf("%d of 5 responses closed, want the budget of 2", got)
-	}
-	cancel()
-	wait(t, func() bool { return len(gather(t, reg, "default")) == 0 })
-}
-
-// The metrics are registered on Config.Registerer under Config.Name, count the connections the adapter reads,
-// and go with Close.
-func TestMetrics(t *testing.T) {
-	cfg := shedding(fixed(40, 3))
-	cfg.Name = "api"
-	reg := cfg.Registerer.(*prometheus.Registry)
-	r := NewRebalancer(cfg)
-	h := r.Handler()(ok)
-	started(t, r)
-	closes(t, h, 3)
-	want := map[string]float64{
-		"fiberguard_rebalance_open_connections":    60,
-		"fiberguard_rebalance_cluster_average":     40,
-		"fiberguard_rebalance_cluster_nodes":       3,
-		"fiberguard_rebalance_balance":             0.5,
-		"fiberguard_rebalance_shed_total":          2,
-		"fiberguard_rebalance_source_errors_total": 0,
-	}
-	got := gather(t, reg, "api")
-	if len(got) != len(want) {
-		t.Fatalf("metrics %v, want %v", got, want)
-	}
-	for name, v := range want {
-		if got[name] != v {
-			t.Fatalf("%s = %v, want %v (all: %v)", name, got[name], v, got)
-		}
-	}
-	_ = r.Close()
-	if got := gather(t, reg, "api"); len(got) != 0 {
-		t.Fatalf("metrics after Close: %v", got)
 	}
 }
 
@@ -210,18 +133,6 @@ func TestInvalidConfig(t *testing.T) {
 			r := NewRebalancer(tt.cfg)
 			_ = r.Close() // reached only when the config was accepted
 		})
-	}
-}
-
-// The zero fields come from ConfigDefault as it is when NewRebalancer runs.
-func TestConfigDefaultReadAtCall(t *testing.T) {
-	saved := ConfigDefault
-	defer func() { ConfigDefault = saved }()
-	ConfigDefault.Name = "site"
-	r := NewRebalancer(Config{Cluster: fixed(40, 3), DisableMetrics: true})
-	defer r.Close()
-	if got := r.Status().Name; got != "site" {
-		t.Fatalf("Name = %q, want ConfigDefault's site", got)
 	}
 }
 
@@ -489,166 +400,6 @@ func TestUnwiredWarns(t *testing.T) {
 	if strings.Contains(buf.String(), "counting no connections") {
 		t.Fatalf("a Rebalancer counting through ConnState warned: %q", buf.String())
 	}
-}
-
-// The loop stops when Config.App shuts down (its metrics go with it).
-func TestServerShutdownStopsTheLoop(t *testing.T) {
-	srv := &http.Server{}
-	reg := prometheus.NewRegistry()
-	r := NewRebalancer(Config{Cluster: fixed(40, 3), App: srv, Registerer: reg})
-	defer r.Close()
-	srv.Handler = r.Handler()(ok)
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	served := make(chan error, 1)
-	go func() { served <- srv.Serve(ln) }()
-	tr := &http.Transport{}
-	get(t, tr, "http://"+ln.Addr().String()+"/")
-	tr.CloseIdleConnections()
-	started(t, r)
-	if err := srv.Shutdown(context.Background()); err != nil {
-		t.Fatal(err)
-	}
-	if err := <-served; !errors.Is(err, http.ErrServerClosed) {
-		t.Fatalf("Serve = %v, want ErrServerClosed", err)
-	}
-	wait(t, func() bool { return len(gather(t, reg, "default")) == 0 })
-}
-
-// Config.Context reaches the loop; the handler keeps answering, unshed.
-func TestContextStopsTheLoop(t *testing.T) {
-	ctx, cancel := context.WithCancel(context.Background())
-	defer cancel()
-	cfg := shedding(fixed(40, 3))
-	cfg.Context = ctx
-	reg := cfg.Registerer.(*prometheus.Registry)
-	r := NewRebalancer(cfg)
-	defer r.Close()
-	h := r.Handler()(ok)
-	started(t, r)
-	cancel()
-	wait(t, func() bool { return len(gather(t, reg, "default")) == 0 })
-	if got := closes(t, h, 5); got != 0 {
-		t.Fatalf("%d responses closed after Config.Context ended, want 0", got)
-	}
-}
-
-// Close, called several times at once while requests are served, returns nil each time; every request is
-// answered, and those after Close pass through without a shed.
-func TestCloseConcurrentWithRequests(t *testing.T) {
-	cfg := shedding(fixed(40, 3))
-	reg := cfg.Registerer.(*prometheus.Registry)
-	r := NewRebalancer(cfg)
-	h := r.Handler()(ok)
-	started(t, r)
-
-	stop := make(chan struct{})
-	var served sync.WaitGroup
-	for range 4 {
-		served.Go(func() {
-			for {
-				select {
-				case <-stop:
-					return
-				default:
-				}
-				rec := httptest.NewRecorder()
-				h.ServeHTTP(rec, httptest.NewRequest(http.MethodGet, "/", nil))
-				if rec.Code != http.StatusOK || rec.Body.String() != "ok" {
-					t.Errorf("response %d %q during Close, want 200 ok", rec.Code, rec.Body)
-					return
-				}
-			}
-		})
-	}
-	var closers sync.WaitGroup
-	closed := make(chan error, 3)
-	for range 3 {
-		closers.Go(func() { closed <- r.Close() })
-	}
-	closers.Wait()
-	close(stop)
-	served.Wait()
-	close(closed)
-	for err := range closed {
-		if err != nil {
-			t.Fatalf("Close = %v, want nil", err)
-		}
-	}
-	if got := gather(t, reg, "default"); len(got) != 0 {
-		t.Fatalf("metrics after Close returned: %v: the loop still runs", got)
-	}
-	if got := closes(t, h, 5); got != 0 {
-		t.Fatalf("%d responses closed after Close, want 0", got)
-	}
-	if err := r.Close(); err != nil {
-		t.Fatalf("Close again = %v, want nil", err)
-	}
-}
-
-// The request path allocates nothing, whether it passes a request through or sheds its connection (the
-// benchmarks' -benchmem figures, as a test that fails).
-func TestAllocations(t *testing.T) {
-	for _, tt := range []struct {
-		name     string
-		shedding bool
-		shed     uint64
-	}{{"passthrough", false, 0}, {"shedding", true, 1001}} {
-		t.Run(tt.name, func(t *testing.T) {
-			r := afterOneInterval(t, tt.shedding)
-			defer r.Close()
-			h := r.Handler()(http.HandlerFunc(func(http.ResponseWriter, *http.Request) {}))
-			req := httptest.NewRequest(http.MethodGet, "/", nil)
-			w := &headerWriter{header: http.Header{}}
-			allocs := testing.AllocsPerRun(1000, func() {
-				delete(w.header, "Connection") // as a fresh response would start
-				h.ServeHTTP(w, req)
-			})
-			if allocs != 0 {
-				t.Fatalf("%v allocations per request, want 0", allocs)
-			}
-			if got := r.Status().Shed; got != tt.shed {
-				t.Fatalf("%d connections shed, want %d: every request of the run", got, tt.shed)
-			}
-			if tt.shedding && w.header.Get("Connection") != "close" {
-				t.Fatal("the shed response has no Connection: close")
-			}
-		})
-	}
-}
-
-// headerWriter is a ResponseWriter that keeps its header map across requests, as net/http's is per request but
-// made before the handler runs.
-type headerWriter struct{ header http.Header }
-
-func (w *headerWriter) Header() http.Header         { return w.header }
-func (w *headerWriter) Write(p []byte) (int, error) { return len(p), nil }
-func (w *headerWriter) WriteHeader(int)             {}
-
-// afterOneInterval is a Rebalancer after its first interval, whose next one is 10 minutes away: balanced, with no
-// budget, or shedding with a budget no run spends (2^40 connections against an average of 2^30 at ShedRate 1:
-// 2^30 connections).
-func afterOneInterval(tb testing.TB, shedding bool) *Rebalancer {
-	tb.Helper()
-	local, average := 60, 60.0
-	if shedding {
-		local, average = 1<<40, 1<<30
-	}
-	r := NewRebalancer(Config{
-		Cluster:        fixed(average, 3),
-		Connections:    func() int { return local },
-		Interval:       10 * time.Minute,
-		ShedRate:       1,
-		MinConnections: -1,
-		DisableMetrics: true,
-	})
-	wait(tb, func() bool { return r.Status().UpdatedAt != nil })
-	if st := r.Status(); (st.Budget > 0) != shedding {
-		tb.Fatalf("status %+v, want shedding %v", st, shedding)
-	}
-	return r
 }
 
 // fixed returns a core.ClusterSource that always reads avg over nodes.

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"net/http"
 	"slices"
 	"strings"
 	"sync"
@@ -11,6 +12,7 @@ import (
 	"testing/synctest"
 	"time"
 
+	uphttp "github.com/fiberguard/fiberguard/nethttp/upstreampick"
 	upv2 "github.com/fiberguard/fiberguard/upstreampick"
 	upcore "github.com/fiberguard/fiberguard/upstreampick/core"
 	upfast "github.com/fiberguard/fiberguard/upstreampick/core/fasthttpclient"
@@ -26,12 +28,28 @@ import (
 	"go.uber.org/goleak"
 )
 
-// upstreampickAdapter is upstreampick's adapter of one Fiber version, and the version's proxy.Balancer.
-type upstreampickAdapter[C upfast.Ctx, H ~func(C) error] struct {
+// upstreampickAdapter is upstreampick's adapter of one version.
+type upstreampickAdapter[C any, H ~func(C) error] struct {
 	New           func(config ...upcore.Config[C, H]) H
-	NewPicker     func(config ...upcore.Config[C, H]) *upfast.Picker[C, H]
-	ConfigDefault *upcore.Config[C, H]
-	ErrNoUpstream error
+	NewPicker     func(config ...upcore.Config[C, H]) upPicker[H]
+	ConfigDefault defaults[upcore.Config[C, H]]
+	// idleClients is the version's Config.ConfigureClient that ends an idle upstream connection soon, so that
+	// none outlives the test's bubble.
+	idleClients any
+}
+
+// upPicker is a version's Picker: the fasthttp one for Fiber, the net/http adapter's for net/http.
+type upPicker[H any] interface {
+	Handler() H
+	Status() upcore.Status
+	Close() error
+}
+
+// upstreampickFiber is upstreampick's adapter of one Fiber version with the version's proxy.Balancer.
+type upstreampickFiber[C upfast.Ctx, H ~func(C) error] struct {
+	upstreampickAdapter[C, H]
+	NewFiberPicker func(config ...upcore.Config[C, H]) *upfast.Picker[C, H]
+	ErrNoUpstream  error
 	// balancer is proxy.Balancer over client.
 	balancer func(client *fasthttp.LBClient) H
 	// balancerApp is an app proxying every request through proxy.Balancer with p's client, its ErrorHandler
@@ -39,11 +57,15 @@ type upstreampickAdapter[C upfast.Ctx, H ~func(C) error] struct {
 	balancerApp func(p *upfast.Picker[C, H]) fiberApp[C, H]
 }
 
-var upstreampickV2 = upstreampickAdapter[*fiberv2.Ctx, fiberv2.Handler]{
-	New:           upv2.New,
-	NewPicker:     upv2.NewPicker,
-	ConfigDefault: &upv2.ConfigDefault,
-	ErrNoUpstream: upv2.ErrNoUpstream,
+// upIdleFasthttp is the Fiber versions' idleClients.
+func upIdleFasthttp(_ string, c *fasthttp.HostClient) { c.MaxIdleConnDuration = 100 * time.Millisecond }
+
+var upstreampickV2 = upstreampickFiber[*fiberv2.Ctx, fiberv2.Handler]{
+	upstreampickAdapter: upstreampickAdapter[*fiberv2.Ctx, fiberv2.Handler]{upv2.New,
+		func(config ...upv2.Config) upPicker[fiberv2.Handler] { return upv2.NewPicker(config...) },
+		fiberDefaults(&upv2.ConfigDefault), upIdleFasthttp},
+	NewFiberPicker: upv2.NewPicker,
+	ErrNoUpstream:  upv2.ErrNoUpstream,
 	balancer: func(client *fasthttp.LBClient) fiberv2.Handler {
 		return proxyv2.Balancer(proxyv2.Config{Client: client})
 	},
@@ -59,11 +81,12 @@ var upstreampickV2 = upstreampickAdapter[*fiberv2.Ctx, fiberv2.Handler]{
 	},
 }
 
-var upstreampickV3 = upstreampickAdapter[fiberv3.Ctx, fiberv3.Handler]{
-	New:           upv3.New,
-	NewPicker:     upv3.NewPicker,
-	ConfigDefault: &upv3.ConfigDefault,
-	ErrNoUpstream: upv3.ErrNoUpstream,
+var upstreampickV3 = upstreampickFiber[fiberv3.Ctx, fiberv3.Handler]{
+	upstreampickAdapter: upstreampickAdapter[fiberv3.Ctx, fiberv3.Handler]{upv3.New,
+		func(config ...upv3.Config) upPicker[fiberv3.Handler] { return upv3.NewPicker(config...) },
+		fiberDefaults(&upv3.ConfigDefault), upIdleFasthttp},
+	NewFiberPicker: upv3.NewPicker,
+	ErrNoUpstream:  upv3.ErrNoUpstream,
 	balancer: func(client *fasthttp.LBClient) fiberv3.Handler {
 		return proxyv3.Balancer(proxyv3.Config{Client: client})
 	},
@@ -79,10 +102,39 @@ var upstreampickV3 = upstreampickAdapter[fiberv3.Ctx, fiberv3.Handler]{
 	},
 }
 
+var upstreampickNet = upstreampickAdapter[*httpCtx, httpHandler]{
+	func(config ...upcore.Config[*httpCtx, httpHandler]) httpHandler {
+		return middleware(uphttp.New(convertConfigs[uphttp.Config](config)...))
+	},
+	func(config ...upcore.Config[*httpCtx, httpHandler]) upPicker[httpHandler] {
+		return upstreampickHTTP{uphttp.NewPicker(convertConfigs[uphttp.Config](config)...)}
+	},
+	httpDefaults[upcore.Config[*httpCtx, httpHandler]](&uphttp.ConfigDefault),
+	func(_ string, t *http.Transport) { t.IdleConnTimeout = 100 * time.Millisecond },
+}
+
+// upstreampickHTTP is the net/http Picker with its middleware in the net/http version's chain.
+type upstreampickHTTP struct{ *uphttp.Picker }
+
+func (p upstreampickHTTP) Handler() httpHandler { return middleware(p.Picker.Handler()) }
+
 func TestUpstreampick(t *testing.T) {
-	both(t, upstreampickV2, upstreampickV3,
+	each(t, upstreampickV2.upstreampickAdapter, upstreampickV3.upstreampickAdapter, upstreampickNet,
 		func(t *testing.T, a upstreampickAdapter[*fiberv2.Ctx, fiberv2.Handler]) { upstreampickSuite(t, v2, a) },
-		func(t *testing.T, a upstreampickAdapter[fiberv3.Ctx, fiberv3.Handler]) { upstreampickSuite(t, v3, a) })
+		func(t *testing.T, a upstreampickAdapter[fiberv3.Ctx, fiberv3.Handler]) { upstreampickSuite(t, v3, a) },
+		func(t *testing.T, a upstreampickAdapter[*httpCtx, httpHandler]) { upstreampickSuite(t, netHTTP, a) })
+}
+
+// TestUpstreampickFasthttp tests what only the Fiber adapters have (fasthttp clients for proxy.Balancer); the
+// net/http Picker's own ReverseProxy parts are tested in nethttp/upstreampick.
+func TestUpstreampickFasthttp(t *testing.T) {
+	both(t, upstreampickV2, upstreampickV3,
+		func(t *testing.T, a upstreampickFiber[*fiberv2.Ctx, fiberv2.Handler]) {
+			upstreampickFasthttpSuite(t, v2, a)
+		},
+		func(t *testing.T, a upstreampickFiber[fiberv3.Ctx, fiberv3.Handler]) {
+			upstreampickFasthttpSuite(t, v3, a)
+		})
 }
 
 // Upstream addresses of the in-memory network.
@@ -93,41 +145,30 @@ const (
 	upDead = "10.0.0.9:80"
 )
 
-// upstreampickSuite is every test of an upstreampick adapter through real Fiber apps of one version.
-func upstreampickSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv version[C, H], a upstreampickAdapter[C, H]) {
-	// testConfig is a fast-cycling config with metrics on a private registry.
-	testConfig := func(servers ...string) upcore.Config[C, H] {
-		return upcore.Config[C, H]{
-			Servers:        servers,
-			HealthInterval: 50 * time.Millisecond,
-			HealthTimeout:  25 * time.Millisecond,
-			Timeout:        5 * time.Second,
-			Registerer:     prometheus.NewRegistry(),
-			ConfigureClient: func(_ string, c *fasthttp.HostClient) {
-				c.MaxIdleConnDuration = 100 * time.Millisecond
-			},
-		}
-	}
+// upstreampickSuite is every test of an upstreampick adapter's Handler through real apps of one version, its
+// upstreams on an in-memory network.
+func upstreampickSuite[C any, H ~func(C) error](t *testing.T, fv version[C, H], a upstreampickAdapter[C, H]) {
+	testConfig := func(servers ...string) upcore.Config[C, H] { return upTestConfig[C, H](a.idleClients, servers...) }
 	// picker creates a Picker over n, closed when the bubble ends.
-	picker := func(n *memnet.Net, cfg upcore.Config[C, H]) *upfast.Picker[C, H] {
+	picker := func(n *memnet.Net, cfg upcore.Config[C, H]) upPicker[H] {
 		cfg.Dial = n.Dial
 		p := a.NewPicker(cfg)
 		n.Own(p)
 		return p
 	}
 	// handlerApp is an app using h, then the handlers of more.
-	handlerApp := func(h H) fiberApp[C, H] {
-		app := fv.newFiberApp()
+	handlerApp := func(h H) app[C, H] {
+		app := fv.newApp()
 		app.Use(h)
 		return app
 	}
 	// rejectingApp is an app using the Handler of a Picker over cfg once its upstreams are unhealthy, so that it
 	// rejects every request.
-	rejectingApp := func(t *testing.T, n *memnet.Net, cfg upcore.Config[C, H]) fiberApp[C, H] {
+	rejectingApp := func(t *testing.T, n *memnet.Net, cfg upcore.Config[C, H]) (app[C, H], upPicker[H]) {
 		t.Helper()
 		p := picker(n, cfg)
 		memnet.Eventually(t, "upstreams unhealthy", func() bool { return upAllUnhealthy(p.Status()) })
-		return handlerApp(p.Handler())
+		return handlerApp(p.Handler()), p
 	}
 
 	t.Run("NewPickerPanicsNamingTheField", func(t *testing.T) {
@@ -168,11 +209,303 @@ func upstreampickSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv version[
 	})
 
 	t.Run("ConfigDefaultOnReject", func(t *testing.T) {
-		code, body := memnet.Get(handlerApp(a.ConfigDefault.OnReject).Handler(), "/")
-		if code != fiberv2.StatusServiceUnavailable || body != "upstreampick: no upstream available\n" {
-			t.Fatalf("default OnReject: %d %q", code, body)
+		cl := handlerApp(a.ConfigDefault.get().OnReject).Call("/")
+		cl.Do()
+		if cl.Status() != http.StatusServiceUnavailable || cl.Body() != "upstreampick: no upstream available\n" {
+			t.Fatalf("default OnReject: %d %q", cl.Status(), cl.Body())
+		}
+		if ct, _ := cl.Header("Content-Type"); ct != "text/plain; charset=utf-8" {
+			t.Fatalf("default OnReject: Content-Type %q, want text/plain; charset=utf-8", ct)
 		}
 	})
+
+	// The Handler proxies each request, path and query included, to both upstreams of the nearest tier and
+	// answers with their responses; every pick is counted, and none is left in flight.
+	t.Run("ProxiesToEveryUpstream", func(t *testing.T) {
+		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
+			for _, u := range []struct {
+				addr, name string
+				rtt        time.Duration
+			}{{upAddrA, "a", time.Millisecond}, {upAddrB, "b", 2 * time.Millisecond}} {
+				n.Serve(u.addr, u.rtt, func(c *fasthttp.RequestCtx) { c.SetBodyString(u.name + " " + string(c.RequestURI())) })
+			}
+			p := picker(n, testConfig(upAddrA, upAddrB))
+			memnet.Eventually(t, "both upstreams measured", func() bool { return upAllSampled(p.Status()) })
+			cl := handlerApp(p.Handler()).Call("/x/y?q=1")
+			seen := map[string]int{}
+			for range 200 {
+				cl.Do()
+				name, uri, _ := strings.Cut(cl.Body(), " ")
+				if cl.Status() != http.StatusOK || uri != "/x/y?q=1" {
+					t.Fatalf("status %d body %q", cl.Status(), cl.Body())
+				}
+				seen[name]++
+			}
+			// 1 and 2 ms are one tier: both get traffic (each at least 40 of 200; p < 1e-9 to fail).
+			if len(seen) != 2 || seen["a"] < 40 || seen["b"] < 40 {
+				t.Fatalf("spread %v, want both upstreams", seen)
+			}
+			st := p.Status()
+			if st.Admitted != 200 || st.Rejected != 0 || st.Upstreams[0].Picks+st.Upstreams[1].Picks != 200 {
+				t.Fatalf("status %+v", st)
+			}
+			for _, u := range st.Upstreams {
+				if u.InFlight != 0 {
+					t.Fatalf("%s: %d in flight after every response was read", u.Server, u.InFlight)
+				}
+			}
+		})
+	})
+
+	t.Run("RejectionHeaders", func(t *testing.T) {
+		tests := []struct {
+			name       string
+			retryAfter time.Duration
+			instance   string
+			wantRetry  string // "" means no header
+			wantBy     string
+		}{
+			{"zero is the default 1s", 0, "", "1", "upstreampick/default"},
+			{"1ns rounds up to 1", time.Nanosecond, "", "1", "upstreampick/default"},
+			{"1.5s rounds up to 2", 1500 * time.Millisecond, "", "2", "upstreampick/default"},
+			{"negative sends none", -time.Second, "", "", "upstreampick/default"},
+			{"custom name", 0, "api", "1", "upstreampick/api"},
+		}
+		for _, tt := range tests {
+			t.Run(tt.name, func(t *testing.T) {
+				memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
+					cfg := testConfig(upDead)
+					cfg.RetryAfter, cfg.Name = tt.retryAfter, tt.instance
+					ap, _ := rejectingApp(t, n, cfg)
+					cl := ap.Call("/")
+					cl.Do()
+					if cl.Status() != http.StatusServiceUnavailable || cl.Body() != "upstreampick: no upstream available\n" {
+						t.Fatalf("status %d body %q, want the default OnReject", cl.Status(), cl.Body())
+					}
+					if retry, present := cl.Header("Retry-After"); retry != tt.wantRetry || (tt.wantRetry == "") == present {
+						t.Fatalf("Retry-After %q (present %v), want %q", retry, present, tt.wantRetry)
+					}
+					if got, _ := cl.Header("Fiberguard-Rejected-By"); got != tt.wantBy {
+						t.Fatalf("Fiberguard-Rejected-By %q, want %q", got, tt.wantBy)
+					}
+				})
+			})
+		}
+	})
+
+	// OnReject runs after both headers are set; the rejection is counted, in Status and requests_total.
+	t.Run("OnRejectSeesBothHeaders", func(t *testing.T) {
+		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
+			reg := prometheus.NewRegistry()
+			cfg := testConfig(upDead)
+			cfg.Registerer, cfg.Name, cfg.RetryAfter = reg, "edge", 2500*time.Millisecond
+			var seenRetry, seenBy string
+			cfg.OnReject = func(c C) error {
+				seenRetry, seenBy = fv.respHeader(c, "Retry-After"), fv.respHeader(c, "Fiberguard-Rejected-By")
+				return fv.send(c, http.StatusTooManyRequests, "custom")
+			}
+			ap, p := rejectingApp(t, n, cfg)
+			cl := ap.Call("/")
+			cl.Do()
+			if cl.Status() != http.StatusTooManyRequests || cl.Body() != "custom" {
+				t.Fatalf("status %d body %q, want OnReject's answer", cl.Status(), cl.Body())
+			}
+			if seenRetry != "3" || seenBy != "upstreampick/edge" {
+				t.Fatalf("OnReject saw Retry-After %q, Fiberguard-Rejected-By %q; want 3 and upstreampick/edge", seenRetry, seenBy)
+			}
+			if got, _ := cl.Header("Retry-After"); got != "3" {
+				t.Fatalf("response Retry-After %q, want 3", got)
+			}
+			if st := p.Status(); st.Rejected != 1 || st.Admitted != 0 {
+				t.Fatalf("status %+v, want 1 rejected", st)
+			}
+			if err := testutil.GatherAndCompare(reg, strings.NewReader(upRequestsMetric(0, 1)), "fiberguard_upstreampick_requests_total"); err != nil {
+				t.Fatal(err)
+			}
+		})
+	})
+
+	t.Run("HandlerErrors", func(t *testing.T) {
+		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
+			const slow, hangUp, ok = "10.0.0.5:80", "10.0.0.6:80", "10.0.0.7:80"
+			n.Serve(slow, time.Millisecond, func(c *fasthttp.RequestCtx) {
+				time.Sleep(300 * time.Millisecond)
+				c.SetBodyString("slow")
+			})
+			n.Serve(hangUp, time.Millisecond, nil)
+			n.Set(hangUp, memnet.HangUp) // closes every connection without answering
+			n.Serve(ok, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("ok") })
+
+			cfg := testConfig(slow)
+			cfg.Timeout = 50 * time.Millisecond
+			cfg.Next = func(c C) bool { return fv.path(c) == "/local" }
+			p := picker(n, cfg)
+			app := handlerApp(p.Handler())
+			app.Get("/local", func(c C) error { return fv.send(c, http.StatusOK, "local") })
+			if code, body := upGet(app, "/local"); code != http.StatusOK || body != "local" {
+				t.Fatalf("Next: status %d body %q", code, body)
+			}
+			if st := p.Status(); st.Admitted != 0 {
+				t.Fatalf("a skipped request was counted: %+v", st)
+			}
+			if code, _ := upGet(app, "/"); code != http.StatusGatewayTimeout {
+				t.Fatalf("slow upstream: status %d, want 504", code)
+			}
+			if code, _ := upGet(handlerApp(picker(n, testConfig(hangUp)).Handler()), "/"); code != http.StatusBadGateway {
+				t.Fatalf("hanging-up upstream: status %d, want 502", code)
+			}
+			// The handler proxies otherwise.
+			if code, body := upGet(handlerApp(picker(n, testConfig(ok)).Handler()), "/"); code != http.StatusOK || body != "ok" {
+				t.Fatalf("status %d body %q", code, body)
+			}
+		})
+	})
+
+	t.Run("HandlerCallsAreEquivalent", func(t *testing.T) {
+		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
+			n.Serve(upAddrA, time.Millisecond, nil)
+			p := picker(n, testConfig(upAddrA))
+			for _, h := range []H{p.Handler(), p.Handler()} {
+				if code, body := upGet(handlerApp(h), "/"); code != http.StatusOK || body != upAddrA {
+					t.Fatalf("status %d body %q", code, body)
+				}
+			}
+			if st := p.Status(); st.Admitted != 2 || st.Upstreams[0].Picks != 2 {
+				t.Fatalf("status %+v, want both handlers counted on the one Picker", st)
+			}
+		})
+	})
+
+	// Cancelling Config.Context unregisters the metrics and leaves no goroutine, for New (which returns no
+	// handle) and NewPicker alike.
+	t.Run("ContextStopsTheHealthGoroutine", func(t *testing.T) {
+		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
+			n.Serve(upAddrA, time.Millisecond, nil)
+			before := goleak.IgnoreCurrent()
+
+			ctx, cancel := context.WithCancel(context.Background())
+			reg := prometheus.NewRegistry()
+			cfg := testConfig(upAddrA)
+			cfg.Dial, cfg.Context, cfg.Registerer = n.Dial, ctx, reg
+			app := handlerApp(a.New(cfg))
+			cfg.Name = "handle"
+			p := a.NewPicker(cfg)
+			time.Sleep(3*cfg.HealthInterval + cfg.HealthInterval/2) // between rounds
+			synctest.Wait()
+			if code, body := upGet(app, "/"); code != http.StatusOK || body != upAddrA {
+				t.Fatalf("status %d body %q", code, body)
+			}
+			if n := testutil.CollectAndCount(reg, "fiberguard_upstreampick_tier"); n != 2 {
+				t.Fatalf("tier series %d, want 2 (two instances)", n)
+			}
+
+			cancel()
+			synctest.Wait()
+			if n := testutil.CollectAndCount(reg); n != 0 {
+				t.Fatalf("%d series after Context is done, want 0", n)
+			}
+			// The health goroutines ended; idle connections were closed, so the cleaners end too.
+			goleak.VerifyNone(t, before)
+			// Requests are still answered.
+			if code, _ := upGet(app, "/"); code != http.StatusOK {
+				t.Fatalf("request after Context is done: status %d", code)
+			}
+			_ = p.Close() // idempotent after the Context's close
+		})
+	})
+
+	t.Run("CloseConcurrentWithRequests", func(t *testing.T) {
+		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
+			n.Serve(upAddrA, time.Millisecond, nil)
+			n.Serve(upAddrB, time.Millisecond, nil)
+			p := picker(n, testConfig(upAddrA, upAddrB))
+			ap := handlerApp(p.Handler())
+
+			var wg sync.WaitGroup
+			bad := make(chan string, 8*50)
+			for range 8 {
+				cl := ap.Call("/")
+				wg.Go(func() {
+					for range 50 {
+						if cl.Do(); cl.Status() != http.StatusOK || (cl.Body() != upAddrA && cl.Body() != upAddrB) {
+							bad <- cl.Body()
+						}
+						time.Sleep(time.Millisecond)
+					}
+				})
+			}
+			for range 3 {
+				wg.Go(func() {
+					time.Sleep(20 * time.Millisecond)
+					if err := p.Close(); err != nil {
+						bad <- "Close: " + err.Error()
+					}
+				})
+			}
+			wg.Wait()
+			close(bad)
+			for b := range bad {
+				t.Errorf("during Close: %q", b)
+			}
+			if st := p.Status(); st.Admitted != 8*50 {
+				t.Fatalf("admitted %d, want %d", st.Admitted, 8*50)
+			}
+		})
+	})
+
+	// The default answer when nothing is pickable, both headers included, allocates nothing.
+	t.Run("RejectAllocatesNothing", func(t *testing.T) {
+		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
+			ap, _ := rejectingApp(t, n, testConfig(upDead))
+			cl := ap.Call("/")
+			cl.Do() // the app's first request warms its pools
+			if allocs := testing.AllocsPerRun(100, cl.Do); allocs != 0 {
+				t.Fatalf("%v allocations per rejected request, want 0", allocs)
+			}
+			if retry, _ := cl.Header("Retry-After"); retry != "1" || cl.Status() != http.StatusServiceUnavailable {
+				t.Fatalf("answer %d with Retry-After %q, want 503 with 1", cl.Status(), retry)
+			}
+		})
+	})
+}
+
+// upGet serves GET path by ap in memory and returns the status and body.
+func upGet[C any, H ~func(C) error](ap app[C, H], path string) (int, string) {
+	cl := ap.Call(path)
+	cl.Do()
+	return cl.Status(), cl.Body()
+}
+
+// upTestConfig is a fast-cycling config with metrics on a private registry; idleClients is the version's
+// ConfigureClient shortening the life of an idle upstream connection.
+func upTestConfig[C any, H ~func(C) error](idleClients any, servers ...string) upcore.Config[C, H] {
+	return upcore.Config[C, H]{
+		Servers:         servers,
+		HealthInterval:  50 * time.Millisecond,
+		HealthTimeout:   25 * time.Millisecond,
+		Timeout:         5 * time.Second,
+		Registerer:      prometheus.NewRegistry(),
+		ConfigureClient: idleClients,
+	}
+}
+
+// upstreampickFasthttpSuite is what only the Fiber adapters have: the fasthttp Picker's LBClient and
+// BalancingClient behind the version's proxy.Balancer, and Reject answering proxy.Balancer's ErrNoUpstream.
+func upstreampickFasthttpSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv version[C, H], a upstreampickFiber[C, H]) {
+	testConfig := func(servers ...string) upcore.Config[C, H] { return upTestConfig[C, H](a.idleClients, servers...) }
+	// picker creates a Picker over n, closed when the bubble ends.
+	picker := func(n *memnet.Net, cfg upcore.Config[C, H]) *upfast.Picker[C, H] {
+		cfg.Dial = n.Dial
+		p := a.NewFiberPicker(cfg)
+		n.Own(p)
+		return p
+	}
+	// handlerApp is an app using h, then the handlers of more.
+	handlerApp := func(h H) fiberApp[C, H] {
+		app := fv.newFiberApp()
+		app.Use(h)
+		return app
+	}
 
 	t.Run("NoUpstreamFailsFast", func(t *testing.T) {
 		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
@@ -233,186 +566,6 @@ func upstreampickSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv version[
 		})
 	})
 
-	t.Run("RejectionHeaders", func(t *testing.T) {
-		tests := []struct {
-			name       string
-			retryAfter time.Duration
-			instance   string
-			wantRetry  string // "" means no header
-			wantBy     string
-		}{
-			{"zero is the default 1s", 0, "", "1", "upstreampick/default"},
-			{"1ns rounds up to 1", time.Nanosecond, "", "1", "upstreampick/default"},
-			{"1.5s rounds up to 2", 1500 * time.Millisecond, "", "2", "upstreampick/default"},
-			{"negative sends none", -time.Second, "", "", "upstreampick/default"},
-			{"custom name", 0, "api", "1", "upstreampick/api"},
-		}
-		for _, tt := range tests {
-			t.Run(tt.name, func(t *testing.T) {
-				memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
-					cfg := testConfig(upDead)
-					cfg.RetryAfter, cfg.Name = tt.retryAfter, tt.instance
-					resp := memnet.Call(rejectingApp(t, n, cfg).Handler(), "/")
-					if resp.StatusCode() != fiberv2.StatusServiceUnavailable || string(resp.Body()) != "upstreampick: no upstream available\n" {
-						t.Fatalf("status %d body %q, want the default OnReject", resp.StatusCode(), resp.Body())
-					}
-					retry := resp.Header.Peek(fiberv2.HeaderRetryAfter)
-					if string(retry) != tt.wantRetry || (tt.wantRetry == "") != (retry == nil) {
-						t.Fatalf("Retry-After %q (present %v), want %q", retry, retry != nil, tt.wantRetry)
-					}
-					if got := string(resp.Header.Peek("Fiberguard-Rejected-By")); got != tt.wantBy {
-						t.Fatalf("Fiberguard-Rejected-By %q, want %q", got, tt.wantBy)
-					}
-				})
-			})
-		}
-	})
-
-	t.Run("OnRejectSeesBothHeaders", func(t *testing.T) {
-		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
-			cfg := testConfig(upDead)
-			cfg.Name, cfg.RetryAfter = "edge", 3*time.Second
-			var seenRetry, seenBy string
-			cfg.OnReject = func(c C) error {
-				seenRetry, seenBy = fv.respHeader(c, fiberv2.HeaderRetryAfter), fv.respHeader(c, "Fiberguard-Rejected-By")
-				return fv.send(c, fiberv2.StatusTooManyRequests, "custom")
-			}
-			resp := memnet.Call(rejectingApp(t, n, cfg).Handler(), "/")
-			if resp.StatusCode() != fiberv2.StatusTooManyRequests || string(resp.Body()) != "custom" {
-				t.Fatalf("status %d body %q, want OnReject's answer", resp.StatusCode(), resp.Body())
-			}
-			if seenRetry != "3" || seenBy != "upstreampick/edge" {
-				t.Fatalf("OnReject saw Retry-After %q, Fiberguard-Rejected-By %q; want 3 and upstreampick/edge", seenRetry, seenBy)
-			}
-			if got := string(resp.Header.Peek(fiberv2.HeaderRetryAfter)); got != "3" {
-				t.Fatalf("response Retry-After %q, want 3", got)
-			}
-		})
-	})
-
-	t.Run("HandlerErrors", func(t *testing.T) {
-		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
-			const slow, hangUp, ok = "10.0.0.5:80", "10.0.0.6:80", "10.0.0.7:80"
-			n.Serve(slow, time.Millisecond, func(c *fasthttp.RequestCtx) {
-				time.Sleep(300 * time.Millisecond)
-				c.SetBodyString("slow")
-			})
-			n.Serve(hangUp, time.Millisecond, nil)
-			n.Set(hangUp, memnet.HangUp) // closes every connection without answering
-			n.Serve(ok, time.Millisecond, func(c *fasthttp.RequestCtx) { c.SetBodyString("ok") })
-
-			cfg := testConfig(slow)
-			cfg.Timeout = 50 * time.Millisecond
-			cfg.Next = func(c C) bool { return fv.path(c) == "/local" }
-			app := handlerApp(picker(n, cfg).Handler())
-			app.Get("/local", func(c C) error { return fv.send(c, fiberv2.StatusOK, "local") })
-			if code, body := memnet.Get(app.Handler(), "/local"); code != fiberv2.StatusOK || body != "local" {
-				t.Fatalf("Next: status %d body %q", code, body)
-			}
-			if code, _ := memnet.Get(app.Handler(), "/"); code != fiberv2.StatusGatewayTimeout {
-				t.Fatalf("slow upstream: status %d, want 504", code)
-			}
-			if code, _ := memnet.Get(handlerApp(picker(n, testConfig(hangUp)).Handler()).Handler(), "/"); code != fiberv2.StatusBadGateway {
-				t.Fatalf("hanging-up upstream: status %d, want 502", code)
-			}
-			// The handler proxies like proxy.Balancer otherwise.
-			if code, body := memnet.Get(handlerApp(picker(n, testConfig(ok)).Handler()).Handler(), "/"); code != fiberv2.StatusOK || body != "ok" {
-				t.Fatalf("status %d body %q", code, body)
-			}
-		})
-	})
-
-	t.Run("HandlerCallsAreEquivalent", func(t *testing.T) {
-		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
-			n.Serve(upAddrA, time.Millisecond, nil)
-			p := picker(n, testConfig(upAddrA))
-			for _, h := range []H{p.Handler(), p.Handler()} {
-				if code, body := memnet.Get(handlerApp(h).Handler(), "/"); code != fiberv2.StatusOK || body != upAddrA {
-					t.Fatalf("status %d body %q", code, body)
-				}
-			}
-			if st := p.Status(); st.Admitted != 2 || st.Upstreams[0].Picks != 2 {
-				t.Fatalf("status %+v, want both handlers counted on the one Picker", st)
-			}
-		})
-	})
-
-	// Cancelling Config.Context unregisters the metrics and leaves no goroutine, for New (which returns no
-	// handle) and NewPicker alike.
-	t.Run("ContextStopsTheHealthGoroutine", func(t *testing.T) {
-		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
-			n.Serve(upAddrA, time.Millisecond, nil)
-			before := goleak.IgnoreCurrent()
-
-			ctx, cancel := context.WithCancel(context.Background())
-			reg := prometheus.NewRegistry()
-			cfg := testConfig(upAddrA)
-			cfg.Dial, cfg.Context, cfg.Registerer = n.Dial, ctx, reg
-			app := handlerApp(a.New(cfg))
-			cfg.Name = "handle"
-			p := a.NewPicker(cfg)
-			time.Sleep(3*cfg.HealthInterval + cfg.HealthInterval/2) // between rounds
-			synctest.Wait()
-			if code, body := memnet.Get(app.Handler(), "/"); code != fiberv2.StatusOK || body != upAddrA {
-				t.Fatalf("status %d body %q", code, body)
-			}
-			if n := testutil.CollectAndCount(reg, "fiberguard_upstreampick_tier"); n != 2 {
-				t.Fatalf("tier series %d, want 2 (two instances)", n)
-			}
-
-			cancel()
-			synctest.Wait()
-			if n := testutil.CollectAndCount(reg); n != 0 {
-				t.Fatalf("%d series after Context is done, want 0", n)
-			}
-			// The health goroutines ended; idle connections were closed, so the cleaners end too.
-			goleak.VerifyNone(t, before)
-			// Requests are still answered.
-			if code, _ := memnet.Get(app.Handler(), "/"); code != fiberv2.StatusOK {
-				t.Fatalf("request after Context is done: status %d", code)
-			}
-			_ = p.Close() // idempotent after the Context's close
-		})
-	})
-
-	t.Run("CloseConcurrentWithRequests", func(t *testing.T) {
-		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
-			n.Serve(upAddrA, time.Millisecond, nil)
-			n.Serve(upAddrB, time.Millisecond, nil)
-			p := picker(n, testConfig(upAddrA, upAddrB))
-			h := handlerApp(p.Handler()).Handler()
-
-			var wg sync.WaitGroup
-			bad := make(chan string, 8*50)
-			for range 8 {
-				wg.Go(func() {
-					for range 50 {
-						if code, body := memnet.Get(h, "/"); code != fiberv2.StatusOK || (body != upAddrA && body != upAddrB) {
-							bad <- body
-						}
-						time.Sleep(time.Millisecond)
-					}
-				})
-			}
-			for range 3 {
-				wg.Go(func() {
-					time.Sleep(20 * time.Millisecond)
-					if err := p.Close(); err != nil {
-						bad <- "Close: " + err.Error()
-					}
-				})
-			}
-			wg.Wait()
-			close(bad)
-			for b := range bad {
-				t.Errorf("during Close: %q", b)
-			}
-			if st := p.Status(); st.Admitted != 8*50 {
-				t.Fatalf("admitted %d, want %d", st.Admitted, 8*50)
-			}
-		})
-	})
-
 	// With every upstream down, proxy.Balancer's ErrNoUpstream goes to an ErrorHandler that calls Reject, which
 	// answers as Handler does (both headers, OnReject) and counts the request once, though LBClient counted it
 	// already. A request Reject sees first (after a Pick that found nothing) is counted once too.
@@ -425,7 +578,7 @@ func upstreampickSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv version[
 			cfg.OnReject = func(c C) error {
 				seenRetry = append(seenRetry, fv.respHeader(c, fiberv2.HeaderRetryAfter))
 				seenBy = append(seenBy, fv.respHeader(c, "Fiberguard-Rejected-By"))
-				return a.ConfigDefault.OnReject(c)
+				return a.ConfigDefault.get().OnReject(c)
 			}
 			p := picker(n, cfg)
 			memnet.Eventually(t, "upstreams unhealthy", func() bool { return upAllUnhealthy(p.Status()) })
@@ -559,11 +712,11 @@ func BenchmarkUpstreampickReject(b *testing.B) {
 	b.Run("fiber-v3", func(b *testing.B) { upstreampickRejectBench(b, v3, upstreampickV3) })
 }
 
-func upstreampickRejectBench[C upfast.Ctx, H ~func(C) error](b *testing.B, fv version[C, H], a upstreampickAdapter[C, H]) {
+func upstreampickRejectBench[C upfast.Ctx, H ~func(C) error](b *testing.B, fv version[C, H], a upstreampickFiber[C, H]) {
 	b.Run("pass-through", func(b *testing.B) {
 		app := fv.newFiberApp()
 		app.Use(func(c C) error { return fv.next(c) })
-		app.Use(a.ConfigDefault.OnReject)
+		app.Use(a.ConfigDefault.get().OnReject)
 		upServeLoop(b, app.Handler())
 	})
 	b.Run("reject", func(b *testing.B) {

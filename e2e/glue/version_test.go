@@ -98,27 +98,30 @@ func both[A2, A3 any](t *testing.T, a2 A2, a3 A3, body2 func(*testing.T, A2), bo
 // fasthttpCall is a call through a Fiber app's fasthttp handler.
 type fasthttpCall struct {
 	h   fasthttp.RequestHandler
+	req fasthttp.Request // the request, copied into ctx before each call: a proxy rewrites it
 	ctx *fasthttp.RequestCtx
 }
 
 func newFasthttpCall(h fasthttp.RequestHandler, req *http.Request) *fasthttpCall {
-	ctx := &fasthttp.RequestCtx{}
-	ctx.Request.Header.SetMethod(req.Method)
-	ctx.Request.SetRequestURI(req.URL.RequestURI())
+	f := &fasthttpCall{h: h, ctx: &fasthttp.RequestCtx{}}
+	f.req.Header.SetMethod(req.Method)
+	f.req.SetRequestURI(req.URL.RequestURI())
+	f.req.Header.SetHost(req.Host)
 	for key, values := range req.Header {
 		for _, v := range values {
-			ctx.Request.Header.Add(key, v)
+			f.req.Header.Add(key, v)
 		}
 	}
 	if req.Close {
-		ctx.Request.Header.SetConnectionClose()
+		f.req.Header.SetConnectionClose()
 	}
-	return &fasthttpCall{h, ctx}
+	return f
 }
 
 // Do clears the last response keeping its body buffer (Response.Reset would give it back to a pool: an
 // allocation here, not the app's).
 func (f *fasthttpCall) Do() {
+	f.req.CopyTo(&f.ctx.Request)
 	f.ctx.Response.Header.Reset()
 	f.ctx.Response.SetBodyString("")
 	f.h(f.ctx)

@@ -96,3 +96,13 @@ func deadAddrB(b *testing.B) string {
 	s.Close()
 	return addr
 }
+
+// discard is a ResponseWriter that keeps its headers and status only.
+type discard struct {
+	h    http.Header
+	code int
+}
+
+func (d *discard) Header() http.Header         { return d.h }
+func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
+func (d *discard) WriteHeader(code int)        { d.code = code }

@@ -1,3 +1,6 @@
+// The adapter's tests that every version shares run in e2e/glue (TestUpstreampick/net-http); these are the
+// ones only net/http has: the Picker as an http.Handler and as the parts of a ReverseProxy of one's own, its
+// retries and drains over real connections, its http.Transport.
 package upstreampick
 
 import (
@@ -8,7 +11,6 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/http/httputil"
-	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -98,13 +100,12 @@ func get(h http.Handler, target string) *httptest.ResponseRecorder {
 // local is the next handler of the middleware in the tests.
 var local = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) { _, _ = io.WriteString(w, "local") })
 
-func TestNewPickerPanicsNamingTheField(t *testing.T) {
+// A ConfigureClient of the Fiber adapters' type, or any other, is refused, naming the type net/http's takes.
+func TestConfigureClientOfAnotherTypePanics(t *testing.T) {
 	for _, tt := range []struct {
 		cfg  Config
 		want string
 	}{
-		{Config{}, "upstreampick: Config.Servers"},
-		{Config{Servers: []string{"127.0.0.1:1"}, Mode: 9}, "upstreampick: Config.Mode"},
 		{Config{Servers: []string{"127.0.0.1:1"}, ConfigureClient: func(string, *http.Client) {}},
 			"upstreampick: Config.ConfigureClient must be a func(server string, t *http.Transport)"},
 	} {
@@ -120,104 +121,16 @@ func TestNewPickerPanicsNamingTheField(t *testing.T) {
 	}
 }
 
-func TestConfigDefaultOnReject(t *testing.T) {
-	w := get(ConfigDefault.OnReject, "/")
-	if w.Code != http.StatusServiceUnavailable || w.Body.String() != "upstreampick: no upstream available\n" ||
-		w.Header().Get("Content-Type") != "text/plain; charset=utf-8" {
-		t.Fatalf("status %d body %q headers %v", w.Code, w.Body, w.Header())
-	}
-}
-
-func TestProxiesToEveryUpstream(t *testing.T) {
-	a, b := site(t, "a"), site(t, "b")
-	p := newPicker(t, testConfig(a.URL, b.URL))
-	h := p.Handler()(local)
-	seen := map[string]int{}
-	for range 200 {
-		w := get(h, "/x/y?q=1")
-		name, uri, _ := strings.Cut(w.Body.String(), " ")
-		if w.Code != http.StatusOK || uri != "/x/y?q=1" {
-			t.Fatalf("status %d body %q", w.Code, w.Body)
-		}
-		seen[name]++
-	}
-	if seen["a"] == 0 || seen["b"] == 0 {
-		t.Fatalf("spread %v, want both upstreams", seen)
-	}
-	st := p.Status()
-	if st.Admitted != 200 || st.Rejected != 0 || st.Upstreams[0].Picks+st.Upstreams[1].Picks != 200 {
-		t.Fatalf("status %+v", st)
-	}
-	for _, u := range st.Upstreams {
-		if u.InFlight != 0 {
-			t.Fatalf("%s: %d in flight after every response was read", u.Server, u.InFlight)
-		}
-	}
-}
-
-func TestNextSkips(t *testing.T) {
-	cfg := testConfig(site(t, "a").URL)
-	cfg.Next = func(r *http.Request) bool { return r.URL.Path == "/local" }
-	p := newPicker(t, cfg)
-	if w := get(p.Handler()(local), "/local"); w.Body.String() != "local" {
-		t.Fatalf("Next: body %q", w.Body)
-	}
-	if st := p.Status(); st.Admitted != 0 {
-		t.Fatalf("a skipped request was counted: %+v", st)
-	}
-}
-
-func TestRejectionHeadersAndCount(t *testing.T) {
-	reg := prometheus.NewRegistry()
+// The Picker is an http.Handler too: it rejects as the middleware does, a negative RetryAfter sending no
+// Retry-After.
+func TestPickerRejectsAsAHandler(t *testing.T) {
 	cfg := testConfig(deadAddr(t))
-	cfg.Registerer, cfg.Name, cfg.RetryAfter = reg, "edge", 2500*time.Millisecond
-	var saw string
-	cfg.OnReject = http.HandlerFunc(func(w http.ResponseWriter, _ *http.Request) {
-		saw = w.Header().Get("Retry-After") + " " + w.Header().Get("Fiberguard-Rejected-By")
-		w.WriteHeader(http.StatusTooManyRequests)
-	})
-	p := rejecting(t, cfg)
-	w := get(p.Handler()(local), "/")
-	if w.Code != http.StatusTooManyRequests || saw != "3 upstreampick/edge" {
-		t.Fatalf("status %d, OnReject saw %q; want OnReject after both headers", w.Code, saw)
-	}
-	if st := p.Status(); st.Rejected != 1 || st.Admitted != 0 {
-		t.Fatalf("status %+v, want 1 rejected", st)
-	}
-	if got := rejectedMetric(t, reg); got != 1 {
-		t.Fatalf("rejected metric %v, want 1", got)
-	}
-
-	cfg = testConfig(deadAddr(t))
 	cfg.RetryAfter = -1
-	w = get(rejecting(t, cfg), "/")
+	w := get(rejecting(t, cfg), "/")
 	if _, ok := w.Header()["Retry-After"]; ok || w.Header().Get("Fiberguard-Rejected-By") != "upstreampick/default" ||
 		w.Code != http.StatusServiceUnavailable {
 		t.Fatalf("negative RetryAfter: status %d headers %v", w.Code, w.Header())
 	}
-}
-
-// rejectedMetric returns requests_total{decision="rejected"} of reg.
-func rejectedMetric(t *testing.T, reg *prometheus.Registry) float64 {
-	t.Helper()
-	mfs, err := reg.Gather()
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, mf := range mfs {
-		if mf.GetName() != "fiberguard_upstreampick_requests_total" {
-			continue
-		}
-		for _, m := range mf.GetMetric() {
-			for _, l := range m.GetLabel() {
-				if l.GetName() == "decision" && l.GetValue() == "rejected" {
-					return m.GetCounter().GetValue()
-				}
-			}
-		}
-	}
-	t.Fatal("no requests_total{decision=\"rejected\"} series")
-	return 0
 }
 
 // TestOwnReverseProxy: Rewrite, Transport and ErrorHandler make a ReverseProxy of one's own; a request nothing
@@ -246,47 +159,6 @@ func TestOwnReverseProxy(t *testing.T) {
 	}
 	if _, err := q.Transport().RoundTrip(httptest.NewRequest(http.MethodGet, "/", nil)); !errors.Is(err, ErrNoUpstream) {
 		t.Fatalf("RoundTrip without Rewrite: %v, want ErrNoUpstream", err)
-	}
-}
-
-func TestHandlerErrors(t *testing.T) {
-	release := make(chan struct{})
-	slow := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		select {
-		case <-release:
-		case <-r.Context().Done():
-		}
-	}))
-	defer slow.Close()
-	defer close(release)
-	cfg := testConfig(slow.URL)
-	cfg.Timeout = 50 * time.Millisecond
-	if w := get(newPicker(t, cfg), "/"); w.Code != http.StatusGatewayTimeout {
-		t.Fatalf("slow upstream: status %d, want 504", w.Code)
-	}
-
-	// An upstream that accepts, reads the request and hangs up.
-	ln, err := net.Listen("tcp4", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var wg sync.WaitGroup
-	wg.Go(func() {
-		for {
-			c, err := ln.Accept()
-			if err != nil {
-				return
-			}
-			_, _ = c.Read(make([]byte, 4096))
-			_ = c.Close()
-		}
-	})
-	defer wg.Wait()
-	defer func() { _ = ln.Close() }()
-	cfg = testConfig(ln.Addr().String())
-	cfg.Retries = -1
-	if w := get(newPicker(t, cfg), "/"); w.Code != http.StatusBadGateway {
-		t.Fatalf("hanging-up upstream: status %d, want 502", w.Code)
 	}
 }
 
@@ -420,84 +292,3 @@ func TestConfigureClient(t *testing.T) {
 		t.Fatalf("ConfigureClient saw %v, its dialer dialled %d times; want %s and 1", servers, dials, a.URL)
 	}
 }
-
-// TestContextStopsTheHealthGoroutine: cancelling Config.Context unregisters the metrics and leaves no goroutine
-// (TestMain checks), for New, which returns no handle.
-func TestContextStopsTheHealthGoroutine(t *testing.T) {
-	reg := prometheus.NewRegistry()
-	ctx, cancel := context.WithCancel(context.Background())
-	cfg := testConfig(site(t, "a").URL)
-	cfg.Registerer, cfg.Context = reg, ctx
-	h := New(cfg)(local)
-	if w := get(h, "/"); w.Code != http.StatusOK {
-		t.Fatalf("status %d", w.Code)
-	}
-	cancel()
-	eventually(t, "metrics unregistered", func() bool {
-		mfs, _ := reg.Gather()
-		return len(mfs) == 0
-	})
-	// Requests are still answered through the last pickable set.
-	if w := get(h, "/"); w.Code != http.StatusOK {
-		t.Fatalf("after cancel: status %d", w.Code)
-	}
-}
-
-// TestCloseConcurrentWithRequests: Close during requests, and requests after it, are safe (-race) and answered.
-func TestCloseConcurrentWithRequests(t *testing.T) {
-	p := newPicker(t, testConfig(site(t, "a").URL, site(t, "b").URL))
-	h := p.Handler()(local)
-	var wg sync.WaitGroup
-	for range 4 {
-		wg.Go(func() {
-			for range 25 {
-				if w := get(h, "/"); w.Code != http.StatusOK {
-					t.Errorf("status %d", w.Code)
-					return
-				}
-			}
-		})
-	}
-	_ = p.Close()
-	_ = p.Close()
-	wg.Wait()
-}
-
-// TestHandlerCallsAreEquivalent: every Handler call is the same middleware over the one Picker.
-func TestHandlerCallsAreEquivalent(t *testing.T) {
-	p := newPicker(t, testConfig(site(t, "a").URL))
-	for _, mw := range []func(http.Handler) http.Handler{p.Handler(), p.Handler()} {
-		if w := get(mw(local), "/"); w.Code != http.StatusOK {
-			t.Fatalf("status %d", w.Code)
-		}
-	}
-	if st := p.Status(); st.Admitted != 2 || st.Upstreams[0].Picks != 2 {
-		t.Fatalf("status %+v, want both handlers counted on the one Picker", st)
-	}
-}
-
-// TestRejectAllocatesNothing: the default answer when nothing is pickable, both headers included, allocates
-// nothing.
-func TestRejectAllocatesNothing(t *testing.T) {
-	cfg := testConfig(deadAddr(t))
-	p := rejecting(t, cfg)
-	h := p.Handler()(local)
-	r := httptest.NewRequest(http.MethodGet, "/", nil)
-	w := &discard{h: http.Header{}}
-	if allocs := testing.AllocsPerRun(100, func() { h.ServeHTTP(w, r) }); allocs != 0 {
-		t.Fatalf("%v allocations per rejected request, want 0", allocs)
-	}
-	if got := w.h.Get("Retry-After") + " " + strconv.Itoa(w.code); got != "1 503" {
-		t.Fatalf("answer %q", got)
-	}
-}
-
-// discard is a ResponseWriter that keeps its headers and status only.
-type discard struct {
-	h    http.Header
-	code int
-}
-
-func (d *discard) Header() http.Header         { return d.h }
-func (d *discard) Write(b []byte) (int, error) { return len(b), nil }
-func (d *discard) WriteHeader(code int)        { d.code = code }

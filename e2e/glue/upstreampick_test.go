@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -149,19 +150,8 @@ const (
 // upstreams on an in-memory network.
 func upstreampickSuite[C any, H ~func(C) error](t *testing.T, fv version[C, H], a upstreampickAdapter[C, H]) {
 	testConfig := func(servers ...string) upcore.Config[C, H] { return upTestConfig[C, H](a.idleClients, servers...) }
-	// picker creates a Picker over n, closed when the bubble ends.
-	picker := func(n *memnet.Net, cfg upcore.Config[C, H]) upPicker[H] {
-		cfg.Dial = n.Dial
-		p := a.NewPicker(cfg)
-		n.Own(p)
-		return p
-	}
-	// handlerApp is an app using h, then the handlers of more.
-	handlerApp := func(h H) app[C, H] {
-		app := fv.newApp()
-		app.Use(h)
-		return app
-	}
+	picker := func(n *memnet.Net, cfg upcore.Config[C, H]) upPicker[H] { return upPickerOn(n, cfg, a.NewPicker) }
+	handlerApp := func(h H) app[C, H] { return upUsing(fv.newApp(), h) }
 	// rejectingApp is an app using the Handler of a Picker over cfg once its upstreams are unhealthy, so that it
 	// rejects every request.
 	rejectingApp := func(t *testing.T, n *memnet.Net, cfg upcore.Config[C, H]) (app[C, H], upPicker[H]) {
@@ -223,12 +213,7 @@ func upstreampickSuite[C any, H ~func(C) error](t *testing.T, fv version[C, H], 
 	// answers with their responses; every pick is counted, and none is left in flight.
 	t.Run("ProxiesToEveryUpstream", func(t *testing.T) {
 		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
-			for _, u := range []struct {
-				addr, name string
-				rtt        time.Duration
-			}{{upAddrA, "a", time.Millisecond}, {upAddrB, "b", 2 * time.Millisecond}} {
-				n.Serve(u.addr, u.rtt, func(c *fasthttp.RequestCtx) { c.SetBodyString(u.name + " " + string(c.RequestURI())) })
-			}
+			upServeEchoes(n)
 			p := picker(n, testConfig(upAddrA, upAddrB))
 			memnet.Eventually(t, "both upstreams measured", func() bool { return upAllSampled(p.Status()) })
 			cl := handlerApp(p.Handler()).Call("/x/y?q=1")
@@ -469,6 +454,31 @@ func upstreampickSuite[C any, H ~func(C) error](t *testing.T, fv version[C, H], 
 	})
 }
 
+// upPickerOn creates a Picker by newPicker over cfg on n, closed when the bubble ends.
+func upPickerOn[C any, H ~func(C) error, P io.Closer](n *memnet.Net, cfg upcore.Config[C, H], newPicker func(...upcore.Config[C, H]) P) P {
+	cfg.Dial = n.Dial
+	p := newPicker(cfg)
+	n.Own(p)
+	return p
+}
+
+// upUsing is ap using h, then the handlers of more.
+func upUsing[C any, H ~func(C) error, A app[C, H]](ap A, h H) A {
+	ap.Use(h)
+	return ap
+}
+
+// upServeEchoes serves upAddrA (named a, 1 ms away) and upAddrB (b, 2 ms away: the same tier), each answering
+// with its name and the request's URI.
+func upServeEchoes(n *memnet.Net) {
+	for _, u := range []struct {
+		addr, name string
+		rtt        time.Duration
+	}{{upAddrA, "a", time.Millisecond}, {upAddrB, "b", 2 * time.Millisecond}} {
+		n.Serve(u.addr, u.rtt, func(c *fasthttp.RequestCtx) { c.SetBodyString(u.name + " " + string(c.RequestURI())) })
+	}
+}
+
 // upGet serves GET path by ap in memory and returns the status and body.
 func upGet[C any, H ~func(C) error](ap app[C, H], path string) (int, string) {
 	cl := ap.Call(path)
@@ -493,19 +503,10 @@ func upTestConfig[C any, H ~func(C) error](idleClients any, servers ...string) u
 // BalancingClient behind the version's proxy.Balancer, and Reject answering proxy.Balancer's ErrNoUpstream.
 func upstreampickFasthttpSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv version[C, H], a upstreampickFiber[C, H]) {
 	testConfig := func(servers ...string) upcore.Config[C, H] { return upTestConfig[C, H](a.idleClients, servers...) }
-	// picker creates a Picker over n, closed when the bubble ends.
 	picker := func(n *memnet.Net, cfg upcore.Config[C, H]) *upfast.Picker[C, H] {
-		cfg.Dial = n.Dial
-		p := a.NewFiberPicker(cfg)
-		n.Own(p)
-		return p
+		return upPickerOn(n, cfg, a.NewFiberPicker)
 	}
-	// handlerApp is an app using h, then the handlers of more.
-	handlerApp := func(h H) fiberApp[C, H] {
-		app := fv.newFiberApp()
-		app.Use(h)
-		return app
-	}
+	handlerApp := func(h H) fiberApp[C, H] { return upUsing(fv.newFiberApp(), h) }
 
 	t.Run("NoUpstreamFailsFast", func(t *testing.T) {
 		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
@@ -539,12 +540,7 @@ func upstreampickFasthttpSuite[C upfast.Ctx, H ~func(C) error](t *testing.T, fv 
 	// of the nearest tier and answers with their responses.
 	t.Run("ProxyBalancerProxies", func(t *testing.T) {
 		memnet.Bubble(t, func(t *testing.T, n *memnet.Net) {
-			for _, u := range []struct {
-				addr, name string
-				rtt        time.Duration
-			}{{upAddrA, "a", time.Millisecond}, {upAddrB, "b", 2 * time.Millisecond}} {
-				n.Serve(u.addr, u.rtt, func(c *fasthttp.RequestCtx) { c.SetBodyString(u.name + " " + string(c.RequestURI())) })
-			}
+			upServeEchoes(n)
 			p := picker(n, testConfig(upAddrA, upAddrB))
 			memnet.Eventually(t, "both upstreams measured", func() bool { return upAllSampled(p.Status()) })
 			h := a.balancerApp(p).Handler()

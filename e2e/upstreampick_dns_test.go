@@ -24,17 +24,15 @@ import (
 	upstreampickcore "github.com/fiberguard/fiberguard/upstreampick/core"
 
 	"github.com/fiberguard/fiberguard/e2e/internal/dnsserver"
+	"github.com/fiberguard/fiberguard/e2e/internal/fiberapp"
 	"github.com/fiberguard/fiberguard/e2e/internal/itest"
 	"github.com/fiberguard/fiberguard/e2e/internal/nfdelay"
-	"github.com/fiberguard/fiberguard/upstreampick"
-	"github.com/gofiber/fiber/v2"
-	"github.com/gofiber/fiber/v2/middleware/proxy"
 	"github.com/prometheus/client_golang/prometheus"
 	"github.com/valyala/fasthttp"
 )
 
 // TestUpstreamPickDNS runs upstreampick's DNS discovery against a real authoritative DNS server while requests
-// flow through proxy.Balancer. Four sites listen on one port of four loopback addresses in a private network
+// flow through each version's proxy (proxy.Balancer on Fiber, the Picker's httputil.ReverseProxy on net/http). Four sites listen on one port of four loopback addresses in a private network
 // namespace: near1 and near2 (undelayed), mid (~20 ms round trip) and far (~50 ms), the last two behind NFQUEUE
 // delay lines. far is a static server; near.api.test's A records list the near replicas, and the SRV records of
 // _http._tcp.remote.api.test point at mid. The test adds near2 to the A records, then removes near1 while slow
@@ -60,7 +58,14 @@ func TestUpstreamPickDNS(t *testing.T) {
 	var err error
 	env.self, err = os.Executable()
 	itest.Require(t, err == nil, "cannot find the test binary")
+	fiberapp.Each(t, func(t *testing.T, fv fiberapp.Version) {
+		env := env
+		env.version = fv.Name()
+		testUpstreamPickDNS(t, env)
+	})
+}
 
+func testUpstreamPickDNS(t *testing.T, env pickDNSEnv) {
 	// A check that fails is retried only when a delay line released a packet late (a loaded machine): with the
 	// emulation on time, a failure is the picker's.
 	const attempts = 3
@@ -90,8 +95,10 @@ func TestUpstreamPickDNS(t *testing.T) {
 
 const (
 	pickDNSRoleEnv = "FIBERGUARD_E2E_UPSTREAMPICK_DNS_ROLE"
-	pickDNSMarker  = "UPSTREAMPICK-DNS-RESULT "
-	pickDNSReady   = "UPSTREAMPICK-DNS-READY"
+	// pickDNSVersionEnv names the version the measuring child serves (fiberapp's names).
+	pickDNSVersionEnv = "FIBERGUARD_E2E_UPSTREAMPICK_DNS_VERSION"
+	pickDNSMarker     = "UPSTREAMPICK-DNS-RESULT "
+	pickDNSReady      = "UPSTREAMPICK-DNS-READY"
 
 	// Inside the namespace, where nothing else listens: every site on one port, as a DNS name's replicas are.
 	pickDNSPort      = 18300
@@ -123,7 +130,8 @@ func pickDNSServer(ip string) string {
 	return "http://" + net.JoinHostPort(ip, strconv.Itoa(pickDNSPort))
 }
 
-type pickDNSEnv struct{ ip, iptables, nice, self string }
+// pickDNSEnv is what the parent runs: its tools, its own binary and the version the measuring child serves.
+type pickDNSEnv struct{ ip, iptables, nice, self, version string }
 
 // pickDNSResult is what the measuring process saw.
 type pickDNSResult struct {
@@ -203,7 +211,7 @@ func pickDNSAttempt(t *testing.T, env pickDNSEnv, attempt int) (pickDNSResult, m
 		args := append(append([]string{"netns", "exec", ns}, prefix...), env.self,
 			"-test.run=^TestUpstreamPickDNS$", "-test.count=1", "-test.timeout=80s")
 		cmd := exec.CommandContext(ctx, env.ip, args...)
-		cmd.Env = append(os.Environ(), pickDNSRoleEnv+"="+role)
+		cmd.Env = append(os.Environ(), pickDNSRoleEnv+"="+role, pickDNSVersionEnv+"="+env.version)
 		cmd.WaitDelay = 5 * time.Second
 		return cmd
 	}
@@ -405,7 +413,12 @@ func pickDNSDelay() {
 // pickDNSChild measures and prints the result, then exits without returning to the test framework: fasthttp's
 // servers and clients keep process-wide goroutines that end only with the process.
 func pickDNSChild() {
-	res := pickDNSMeasure()
+	var res pickDNSResult
+	if fv, ok := fiberapp.ByName(os.Getenv(pickDNSVersionEnv)); ok {
+		res = pickDNSMeasure(fv)
+	} else {
+		res.Err = fmt.Sprintf("no version named %q", os.Getenv(pickDNSVersionEnv))
+	}
 	js, _ := json.Marshal(res)
 	fmt.Printf("\n%s%s\n", pickDNSMarker, js)
 	os.Exit(0)
@@ -418,7 +431,7 @@ type pickDNSSample struct {
 	err   error
 }
 
-func pickDNSMeasure() (res pickDNSResult) {
+func pickDNSMeasure(fv fiberapp.Version) (res pickDNSResult) {
 	fail := func(format string, args ...any) pickDNSResult {
 		res.Err = fmt.Sprintf(format, args...)
 		return res
@@ -452,7 +465,7 @@ func pickDNSMeasure() (res pickDNSResult) {
 		defer func() { _ = srv.Shutdown() }()
 	}
 
-	picker := upstreampick.NewPicker(upstreampick.Config{
+	picker := fv.NewPicker(upstreampickcore.Config[any, any]{
 		Servers: []string{pickDNSServer("127.0.0.50")},
 		Discover: []upstreampickcore.Discovery{
 			upstreampickcore.DNS("http://near.api.test.:"+strconv.Itoa(pickDNSPort), pickDNSInterval),
@@ -465,15 +478,15 @@ func pickDNSMeasure() (res pickDNSResult) {
 		Registerer:     prometheus.NewRegistry(),
 	})
 	defer func() { _ = picker.Close() }()
-	app := fiber.New(fiber.Config{DisableStartupMessage: true})
-	app.Use(proxy.Balancer(proxy.Config{Client: picker.LBClient()}))
+	app := fv.NewApp()
+	app.Use(picker.Handler())
 	proxyAddr := net.JoinHostPort("127.0.0.1", strconv.Itoa(pickDNSProxyPort))
 	ln, err := net.Listen("tcp4", proxyAddr)
 	if err != nil {
 		return fail("proxy: %v", err)
 	}
-	go func() { _ = app.Listener(ln) }()
-	defer func() { _ = app.ShutdownWithTimeout(2 * time.Second) }()
+	go func() { _ = app.Serve(ln) }()
+	defer func() { _ = app.Shutdown(2 * time.Second) }()
 	client := &fasthttp.HostClient{Addr: proxyAddr, MaxConns: 256}
 	get := func(path string) pickDNSSample {
 		req, resp := fasthttp.AcquireRequest(), fasthttp.AcquireResponse()

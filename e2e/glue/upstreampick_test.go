@@ -444,7 +444,11 @@ func upstreampickSuite[C any, H ~func(C) error](t *testing.T, fv version[C, H], 
 			ap, _ := rejectingApp(t, n, testConfig(upDead))
 			cl := ap.Call("/")
 			cl.Do() // the app's first request warms its pools
-			if allocs := testing.AllocsPerRun(100, cl.Do); allocs != 0 {
+			// Under the race detector sync.Pool drops a quarter of what is put back, so the app rebuilds a pooled
+			// request context about one request in four: 0.75 allocations a request on average for Fiber, 0.25 for
+			// net/http. AllocsPerRun rounds the mean down, so it reads 0 only if the path allocates nothing
+			// else; over 1,000 runs that mean is 0.75 ± 0.04, where 100 runs let it reach 1 by chance.
+			if allocs := testing.AllocsPerRun(1000, cl.Do); allocs != 0 {
 				t.Fatalf("%v allocations per rejected request, want 0", allocs)
 			}
 			if retry, _ := cl.Header("Retry-After"); retry != "1" || cl.Status() != http.StatusServiceUnavailable {

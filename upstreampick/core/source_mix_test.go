@@ -204,7 +204,9 @@ func TestDiscoverStopsWithCloseAndContext(t *testing.T) {
 					if d := time.Since(start); d != cancelDelay {
 						t.Fatalf("Close took %v, want it to wait %v for the lookup in flight", d, cancelDelay)
 					}
-					// Close waited for its goroutines: none is left the moment it returns.
+					// Close waited for its goroutines: once those that already returned from their last call have
+					// ended (Wait lets no fake time pass, so a lookup still in flight would stay), none is left.
+					synctest.Wait()
 					if stacks := goroutines(); strings.Contains(stacks, "core.(*Engine).discover(") {
 						t.Fatalf("a discovery goroutine outlived Close:\n%s", stacks)
 					}

@@ -7,8 +7,6 @@ import (
 	"strings"
 
 	loadshedcore "github.com/fiberguard/fiberguard/loadshed/core"
-
-	"github.com/fiberguard/fiberguard/loadshed"
 )
 
 // SignalNames lists the loadshed signals the scenarios can compare, by the name Signal takes: the default
@@ -33,7 +31,7 @@ const FixedPrefix = "fixed="
 // FixedBand returns cfg with the bands that make a fixed=P signal's load the probability itself: ordinary
 // requests over [0, 1] (Lower is the smallest positive number, since 0 means the default) and critical ones over
 // [1.5, 2], which no fixed load reaches. cfg comes back unchanged for any other signal name.
-func FixedBand(name string, cfg loadshed.Config) loadshed.Config {
+func FixedBand[C, H any](name string, cfg loadshedcore.Config[C, H]) loadshedcore.Config[C, H] {
 	if strings.HasPrefix(name, FixedPrefix) {
 		cfg.Lower, cfg.Upper, cfg.CriticalLower, cfg.CriticalUpper = math.SmallestNonzeroFloat64, 1, 1.5, 2
 	}

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"runtime"
 	"strconv"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -18,6 +19,7 @@ import (
 	"github.com/fiberguard/fiberguard/bench/gozero"
 	"github.com/fiberguard/fiberguard/bench/internal/scenario"
 	"github.com/fiberguard/fiberguard/loadshed"
+	loadshedcore "github.com/fiberguard/fiberguard/loadshed/core"
 	nhloadshed "github.com/fiberguard/fiberguard/nethttp/loadshed"
 )
 
@@ -96,19 +98,16 @@ func fiberApp(mode string, work func() [32]byte) (*fiber.App, func(), error) {
 		return c.Send(sum[:4])
 	}}
 	stop := func() {}
-	switch mode {
+	switch modeKind(mode) {
 	case "plain":
 	case "failsafe":
 		spec.Middleware = bench.FailsafeMiddleware(adaptivelimiter.NewWithDefaults[any]())
 	case "gozero":
 		spec.Middleware = gozero.Middleware(load.NewAdaptiveShedder())
 	case "loadshed", "loadshed-cpu":
-		var cfg loadshed.Config // the library's default: no Signal set
-		if mode == "loadshed-cpu" {
-			var err error
-			if cfg.Signal, err = bench.Signal("cpu"); err != nil {
-				return nil, nil, err
-			}
+		cfg, err := shedConfig(mode, loadshed.Config{}) // the library's default: no Signal set
+		if err != nil {
+			return nil, nil, err
 		}
 		s := loadshed.NewShedder(cfg)
 		stop = func() { _ = s.Close() }
@@ -127,19 +126,16 @@ func httpApp(mode string, work func() [32]byte) (http.Handler, func(), error) {
 		_, _ = w.Write(sum[:4])
 	})}
 	stop := func() {}
-	switch mode {
+	switch modeKind(mode) {
 	case "plain":
 	case "failsafe":
 		spec.Middleware = bench.FailsafeHTTPMiddleware(adaptivelimiter.NewWithDefaults[any]())
 	case "gozero":
 		spec.Middleware = gozero.HTTPMiddleware(load.NewAdaptiveShedder())
 	case "loadshed", "loadshed-cpu":
-		var cfg nhloadshed.Config // the library's default: no Signal set
-		if mode == "loadshed-cpu" {
-			var err error
-			if cfg.Signal, err = bench.Signal("cpu"); err != nil {
-				return nil, nil, err
-			}
+		cfg, err := shedConfig(mode, nhloadshed.Config{})
+		if err != nil {
+			return nil, nil, err
 		}
 		s := nhloadshed.NewShedder(cfg)
 		stop = func() { _ = s.Close() }
@@ -148,6 +144,24 @@ func httpApp(mode string, work func() [32]byte) (http.Handler, func(), error) {
 		return nil, nil, fmt.Errorf("unknown mode %q", mode)
 	}
 	return scenario.NewHTTPApp(spec), stop, nil
+}
+
+// shedConfig is cfg with the Signal of a loadshed mode: none (loadshed's default) for "loadshed", the CPU signal
+// alone for "loadshed-cpu", and bench's signal of that name for "loadshed:NAME" (with FixedBand's bands, so that
+// "loadshed:fixed=P" rejects each request with probability P).
+func shedConfig[C, H any](mode string, cfg loadshedcore.Config[C, H]) (loadshedcore.Config[C, H], error) {
+	name := "default"
+	if mode == "loadshed-cpu" {
+		name = "cpu"
+	} else if v, ok := strings.CutPrefix(mode, signalModePrefix); ok {
+		name = v
+	}
+	sig, err := bench.Signal(name)
+	if err != nil {
+		return cfg, err
+	}
+	cfg.Signal = sig
+	return bench.FixedBand(name, cfg), nil
 }
 
 // workFunc is the work of GET /work, shared by both frameworks' handlers; it returns the hash the handler answers

@@ -152,6 +152,26 @@ func TestApps(t *testing.T) {
 	}
 }
 
+// TestAppsFixedSignal: loadshed:fixed=P rejects each request with probability P, on both frameworks: all at 1,
+// none at 0.
+func TestAppsFixedSignal(t *testing.T) {
+	sum := scenario.Burn(3)
+	work := func() [32]byte { return sum }
+	for _, framework := range frameworks {
+		for p, want := range map[string]int{"1": http.StatusServiceUnavailable, "0": http.StatusOK} {
+			t.Run(framework+"/"+p, func(t *testing.T) {
+				a := newApp(t, framework, "loadshed:fixed="+p, work)
+				defer a.stop()
+				for range 20 {
+					if code, _ := a.get("/work"); code != want {
+						t.Fatalf("GET /work: %d, want %d", code, want)
+					}
+				}
+			})
+		}
+	}
+}
+
 func TestAppsUnknownMode(t *testing.T) {
 	work := func() [32]byte { return [32]byte{} }
 	if _, _, err := fiberApp("bbr", work); err == nil {
@@ -159,6 +179,9 @@ func TestAppsUnknownMode(t *testing.T) {
 	}
 	if _, _, err := httpApp("bbr", work); err == nil {
 		t.Error("nethttp: an unknown mode was accepted")
+	}
+	if _, _, err := httpApp("loadshed:bogus", work); err == nil {
+		t.Error("nethttp: an unknown signal was accepted")
 	}
 }
 

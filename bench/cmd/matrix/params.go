@@ -11,11 +11,25 @@ import (
 	"strings"
 	"time"
 
+	"github.com/fiberguard/fiberguard/bench"
 	"github.com/fiberguard/fiberguard/bench/internal/scenario"
 )
 
 // modes are the apps compared in every cell, in table order.
 var modes = []string{"plain", "failsafe", "gozero", "loadshed", "loadshed-cpu"}
+
+// signalModePrefix names a loadshed app with one of bench's signals (bench.Signal) in place of its default:
+// "loadshed:cpu" is "loadshed-cpu", and "loadshed:fixed=0.55" rejects each request with probability 0.55 whatever
+// the load, the oracle of a shedder that knows the overload exactly. They run only when -modes names them.
+const signalModePrefix = "loadshed:"
+
+// modeKind is the app a mode runs: its name, or "loadshed" for a "loadshed:NAME" mode.
+func modeKind(mode string) string {
+	if strings.HasPrefix(mode, signalModePrefix) {
+		return "loadshed"
+	}
+	return mode
+}
 
 // frameworks are what the apps are built on: Fiber v2 (fasthttp), or the standard library's net/http.
 var frameworks = []string{"fiber", "nethttp"}
@@ -55,7 +69,7 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	procList := fs.String("gomaxprocs", "default,1", "GOMAXPROCS of the app: default (what Go chooses in its group) or an integer")
 	loadList := fs.String("loads", "0.8,1.2,2,4,10", "offered loads as multiples of each cell's capacity")
 	handlerList := fs.String("handlers", "cpu", "what GET /work does: "+strings.Join(handlers, ","))
-	modeList := fs.String("modes", strings.Join(modes, ","), "apps compared: "+strings.Join(modes, ","))
+	modeList := fs.String("modes", strings.Join(modes, ","), "apps compared: "+strings.Join(modes, ",")+", or "+signalModePrefix+"SIGNAL: loadshed with a signal of "+bench.SignalChoices()+" (fixed=P sheds with probability P)")
 	var p params
 	fs.StringVar(&p.framework, "framework", "fiber", "the apps' framework, the same for every mode: fiber (Fiber v2) or nethttp (net/http, loadshed through nethttp/loadshed)")
 	fs.BoolVar(&p.step, "step", false, "also run a step per cell: 5 s at 0.25x capacity, then 5 s at 3x")
@@ -88,7 +102,7 @@ func parseFlags(args []string, stderr io.Writer) (params, error) {
 	if p.handlers, err = parseNames(*handlerList, handlers); err != nil {
 		return params{}, fmt.Errorf("-handlers: %w", err)
 	}
-	if p.modes, err = parseNames(*modeList, modes); err != nil {
+	if p.modes, err = parseModes(*modeList); err != nil {
 		return params{}, fmt.Errorf("-modes: %w", err)
 	}
 	for name, d := range map[string]time.Duration{"-duration": p.duration, "-timeout": p.timeout, "-capacity-run": p.capacityRun} {
@@ -133,6 +147,28 @@ func parseNames(list string, known []string) ([]string, error) {
 		return nil, err
 	}
 	return scenario.ParseList(list, known)
+}
+
+// parseModes reads -modes: names of modes, and "loadshed:NAME" with a signal bench.Signal knows.
+func parseModes(list string) ([]string, error) {
+	names, err := items(list)
+	if err != nil {
+		return nil, err
+	}
+	for _, m := range names {
+		if sig, ok := strings.CutPrefix(m, signalModePrefix); ok {
+			if sig == "" {
+				return nil, fmt.Errorf("%q names no signal (one of %s)", m, bench.SignalChoices())
+			}
+			if _, err := bench.Signal(sig); err != nil {
+				return nil, fmt.Errorf("%q: %w", m, err)
+			}
+		} else if !slices.Contains(modes, m) {
+			return nil, fmt.Errorf("unknown %q (one of %s, or %sSIGNAL with a signal of %s)", m,
+				strings.Join(modes, ","), signalModePrefix, bench.SignalChoices())
+		}
+	}
+	return names, nil
 }
 
 func parseQuotas(list string) ([]quota, error) {

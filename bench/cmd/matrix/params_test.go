@@ -69,6 +69,24 @@ func TestParseFlagsLists(t *testing.T) {
 	}
 }
 
+// TestParseFlagsSignalModes: a loadshed:NAME mode runs loadshed with bench's signal of that name, only when
+// named, in the order given.
+func TestParseFlagsSignalModes(t *testing.T) {
+	p, err := parseFlags([]string{"-modes", "loadshed:fixed=0.55,plain,loadshed:cpu"}, io.Discard)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if want := []string{"loadshed:fixed=0.55", "plain", "loadshed:cpu"}; !slices.Equal(p.modes, want) {
+		t.Errorf("modes %q, want %q", p.modes, want)
+	}
+	for mode, kind := range map[string]string{"loadshed:fixed=0.55": "loadshed", "loadshed:cpu": "loadshed",
+		"loadshed-cpu": "loadshed-cpu", "plain": "plain"} {
+		if got := modeKind(mode); got != kind {
+			t.Errorf("modeKind(%q) = %q, want %q", mode, got, kind)
+		}
+	}
+}
+
 // TestParseFlagsRejects checks that a bad list is refused with a message that names its flag.
 func TestParseFlagsRejects(t *testing.T) {
 	for _, tc := range []struct {
@@ -88,6 +106,9 @@ func TestParseFlagsRejects(t *testing.T) {
 		{[]string{"-handlers", "cpu,io"}, `-handlers: unknown "io"`},
 		{[]string{"-modes", "plain,bbr"}, `-modes: unknown "bbr"`},
 		{[]string{"-modes", "plain,plain"}, `-modes: "plain" given twice`},
+		{[]string{"-modes", "loadshed:bogus"}, `-modes: "loadshed:bogus"`},
+		{[]string{"-modes", "loadshed:fixed=x"}, `-modes: "loadshed:fixed=x"`},
+		{[]string{"-modes", "loadshed:"}, `-modes: "loadshed:"`},
 		{[]string{"-duration", "0s"}, "-duration: must be positive"},
 		{[]string{"-warm", "-1s"}, "-warm: must not be negative"},
 		{[]string{"-timeout", "-1s"}, "-timeout: must be positive"},

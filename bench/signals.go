@@ -43,10 +43,18 @@ func FixedBand[C, H any](name string, cfg loadshedcore.Config[C, H]) loadshedcor
 // holds it at loadshedcore.DefaultControlTarget).
 const SettledPrefix = "settled="
 
+// TargetPrefix names loadshed's default signal at another utilisation target: "default=0.99" is what a Config
+// with Target 0.99 and no Signal runs.
+const TargetPrefix = "default="
+
+// RunQueuePrefix names loadshed's default signal with another run-queue target: "runq=7" counts a queue from 7
+// runnable goroutines per P instead of loadshedcore.DefaultRunQueueTarget.
+const RunQueuePrefix = "runq="
+
 // SignalChoices lists, for a flag's help, every name ParseSignals takes.
 func SignalChoices() string {
 	return strings.Join(append(append([]string(nil), SignalNames...), ExperimentalSignals...), ",") + "," +
-		SettledPrefix + "T," + FixedPrefix + "P"
+		RunQueuePrefix + "N," + TargetPrefix + "T," + SettledPrefix + "T," + FixedPrefix + "P"
 }
 
 // ParseSignals parses a comma-separated list of signal names: those of SignalNames and ExperimentalSignals,
@@ -89,6 +97,22 @@ func Signal(name string) (loadshedcore.Signal, error) {
 		return &runDelay{target: 1}, nil
 	case "default+rundelay":
 		return loadshedcore.NewMax(loadshedcore.NewCPU(0), loadshedcore.NewSchedLatency(0), &runDelay{target: 0.5}), nil
+	}
+	if v, ok := strings.CutPrefix(name, RunQueuePrefix); ok {
+		n, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(n > 0) || math.IsInf(n, 1) {
+			return nil, fmt.Errorf("loadshed signal %q: the run-queue target must be a positive number", name)
+		}
+		return loadshedcore.NewController(loadshedcore.NewCPU(0),
+			loadshedcore.NewMax(loadshedcore.NewSchedLatency(0), loadshedcore.NewRunQueue(n)), 0), nil
+	}
+	if v, ok := strings.CutPrefix(name, TargetPrefix); ok {
+		target, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(target > 0) || target > 2 {
+			return nil, fmt.Errorf("loadshed signal %q: the target must be a number in (0, 2]", name)
+		}
+		return loadshedcore.NewController(loadshedcore.NewCPU(0),
+			loadshedcore.NewMax(loadshedcore.NewSchedLatency(0), loadshedcore.NewRunQueue(0)), target), nil
 	}
 	if v, ok := strings.CutPrefix(name, SettledPrefix); ok {
 		target, err := strconv.ParseFloat(v, 64)

@@ -4,6 +4,7 @@ import (
 	"math"
 	"os"
 	"runtime"
+	"slices"
 	"strconv"
 	"strings"
 	"sync"
@@ -56,20 +57,56 @@ func TestFixedBand(t *testing.T) {
 }
 
 func TestSignalChoicesAreWhatParseSignalsTakes(t *testing.T) {
-	// The help names every built-in and experimental signal, then the settled form with T for its target and
-	// the fixed form with P for its load.
+	// The help names every built-in and experimental signal, then the default's form and the settled form with T
+	// for their target, and the fixed form with P for its load.
 	choices := strings.Split(SignalChoices(), ",")
-	if want := len(SignalNames) + len(ExperimentalSignals) + 2; len(choices) != want {
+	if want := len(SignalNames) + len(ExperimentalSignals) + 4; len(choices) != want {
 		t.Fatalf("SignalChoices() = %q: %d names, want %d", SignalChoices(), len(choices), want)
 	}
-	if last := choices[len(choices)-1]; last != FixedPrefix+"P" {
-		t.Fatalf("the last choice is %q, want %q", last, FixedPrefix+"P")
+	if tail := choices[len(choices)-4:]; !slices.Equal(tail, []string{RunQueuePrefix + "N", TargetPrefix + "T", SettledPrefix + "T", FixedPrefix + "P"}) {
+		t.Fatalf("the last choices are %q", tail)
 	}
-	if settled := choices[len(choices)-2]; settled != SettledPrefix+"T" {
-		t.Fatalf("the choice before the last is %q, want %q", settled, SettledPrefix+"T")
-	}
-	if _, err := ParseSignals(strings.Join(choices[:len(choices)-2], ",") + "," + SettledPrefix + "0.98," + FixedPrefix + "0.5"); err != nil {
+	if _, err := ParseSignals(strings.Join(choices[:len(choices)-4], ",") + "," + RunQueuePrefix + "7," + TargetPrefix + "0.99," +
+		SettledPrefix + "0.98," + FixedPrefix + "0.5"); err != nil {
 		t.Fatalf("ParseSignals refused a listed choice: %v", err)
+	}
+	for _, bad := range []string{TargetPrefix + "0", TargetPrefix + "2.5", TargetPrefix + "x", TargetPrefix,
+		RunQueuePrefix + "0", RunQueuePrefix + "-1", RunQueuePrefix + "+Inf", RunQueuePrefix} {
+		if _, err := Signal(bad); err == nil {
+			t.Errorf("Signal(%q) was accepted", bad)
+		}
+	}
+}
+
+// TestRunQueueSignalIsTheDefaultWithItsRunQueueTarget: runq=N is the default's Controller, its run queue's target N.
+func TestRunQueueSignalIsTheDefaultWithItsRunQueueTarget(t *testing.T) {
+	sig, err := Signal(RunQueuePrefix + "7")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := sig.(*loadshedcore.Controller)
+	if !ok {
+		t.Fatalf("Signal(runq=7) is a %T, want a *Controller", sig)
+	}
+	def := loadshedcore.DefaultSignal(0).String()
+	if want := strings.Replace(def, "per P over 2", "per P over 7", 1); c.String() != want || want == def {
+		t.Errorf("runq=7: %q, want %q", c.String(), want)
+	}
+}
+
+// TestTargetSignalIsTheDefaultAtItsTarget: default=T is the default's Controller over the same signals, holding T.
+func TestTargetSignalIsTheDefaultAtItsTarget(t *testing.T) {
+	sig, err := Signal(TargetPrefix + "0.99")
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, ok := sig.(*loadshedcore.Controller)
+	if !ok {
+		t.Fatalf("Signal(default=0.99) is a %T, want a *Controller", sig)
+	}
+	def := loadshedcore.DefaultSignal(0)
+	if c.Target() != 0.99 || c.String() != strings.Replace(def.String(), "0.97", "0.99", 1) {
+		t.Errorf("default=0.99: %q (target %v); the default: %q", c.String(), c.Target(), def.String())
 	}
 }
 

@@ -58,7 +58,7 @@ func SignalChoices() string {
 }
 
 // ParseSignals parses a comma-separated list of signal names: those of SignalNames and ExperimentalSignals,
-// settled=T and fixed=P.
+// runq=N, default=T, settled=T and fixed=P.
 func ParseSignals(list string) ([]string, error) {
 	var out []string
 	for s := range strings.SplitSeq(list, ",") {
@@ -103,21 +103,19 @@ func Signal(name string) (loadshedcore.Signal, error) {
 		if err != nil || !(n > 0) || math.IsInf(n, 1) {
 			return nil, fmt.Errorf("loadshed signal %q: the run-queue target must be a positive number", name)
 		}
-		return loadshedcore.NewController(loadshedcore.NewCPU(0),
-			loadshedcore.NewMax(loadshedcore.NewSchedLatency(0), loadshedcore.NewRunQueue(n)), 0), nil
+		return defaultController(n, 0), nil
 	}
 	if v, ok := strings.CutPrefix(name, TargetPrefix); ok {
-		target, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(target > 0) || target > 2 {
-			return nil, fmt.Errorf("loadshed signal %q: the target must be a number in (0, 2]", name)
+		target, err := parseTarget(name, v, "target")
+		if err != nil {
+			return nil, err
 		}
-		return loadshedcore.NewController(loadshedcore.NewCPU(0),
-			loadshedcore.NewMax(loadshedcore.NewSchedLatency(0), loadshedcore.NewRunQueue(0)), target), nil
+		return defaultController(0, target), nil
 	}
 	if v, ok := strings.CutPrefix(name, SettledPrefix); ok {
-		target, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(target > 0) || target > 2 {
-			return nil, fmt.Errorf("loadshed signal %q: the settled target must be a number in (0, 2]", name)
+		target, err := parseTarget(name, v, "settled target")
+		if err != nil {
+			return nil, err
 		}
 		return loadshedcore.NewController(loadshedcore.NewCPU(0), loadshedcore.NewSchedLatency(0), target), nil
 	}
@@ -129,4 +127,20 @@ func Signal(name string) (loadshedcore.Signal, error) {
 		return loadshedcore.SignalFunc(func() (float64, error) { return load, nil }), nil
 	}
 	return nil, fmt.Errorf("unknown loadshed signal %q (one of %v)", name, SignalNames)
+}
+
+// defaultController is loadshed's default signal (loadshedcore.DefaultSignal) with its run queue's target and its
+// utilisation target given, 0 for either's default.
+func defaultController(runQueueTarget, target float64) *loadshedcore.Controller {
+	return loadshedcore.NewController(loadshedcore.NewCPU(0),
+		loadshedcore.NewMax(loadshedcore.NewSchedLatency(0), loadshedcore.NewRunQueue(runQueueTarget)), target)
+}
+
+// parseTarget parses the utilisation target v of the signal name, what it is called in the error.
+func parseTarget(name, v, what string) (float64, error) {
+	target, err := strconv.ParseFloat(v, 64)
+	if err != nil || !(target > 0) || target > 2 {
+		return 0, fmt.Errorf("loadshed signal %q: the %s must be a number in (0, 2]", name, what)
+	}
+	return target, nil
 }

@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Controller is the default controller: a Signal that finds the share of requests to shed, and the in-flight limit
@@ -22,7 +23,10 @@ import (
 // process that spends it early is frozen for the rest of the period, and wakes up to a queue of what arrived
 // meanwhile: that queue is the quota's, and shedding more would not shorten it. Any other lasting queue below
 // Target is a process that gets less CPU than it may use (busy neighbours): what it gets is then full. Holding
-// the utilisation just under the quota keeps the process from being frozen.
+// the utilisation just under the quota keeps the process from being frozen. A run queue among the latency
+// signals counts by the share of the requests decided since the previous reading that were admitted (see
+// RunQueue; the Engine tells it, and without requests it counts in full): the goroutines of the requests about to
+// be rejected are in it too, and shedding more cannot shorten that part.
 //
 // The in-flight limit bounds the queue. Shedding a share at random cannot: the requests it admits still arrive
 // at random, and a CPU kept busy by random arrivals has a queue whose length grows without bound as it
@@ -63,6 +67,9 @@ type Controller struct {
 	queued bool
 	limit  int64
 	last   []Reading
+	// admitted is the share of the requests decided since the previous reading that were admitted
+	// (math.Float64bits), 1 when none was; the run queues among the signals count by it.
+	admitted atomic.Uint64
 }
 
 // The defaults of NewController.
@@ -93,7 +100,24 @@ func NewController(utilisation, latency Signal, target float64) *Controller {
 	}
 	s := &Controller{util: utilisation, latency: latency, target: target, policy: controllerDefaultPolicy, admit: 1}
 	s.names, s.last = newReadings(s.Signals())
+	s.admitted.Store(math.Float64bits(1))
+	s.bindRunQueues(latency)
 	return s
+}
+
+// bindRunQueues has every RunQueue in sig (itself, or within a Max) count its queue by the share of requests the
+// Controller admits.
+func (s *Controller) bindRunQueues(sig Signal) {
+	switch q := sig.(type) {
+	case *RunQueue:
+		q.mu.Lock()
+		q.admitted = &s.admitted
+		q.mu.Unlock()
+	case *Max:
+		for _, inner := range q.signals {
+			s.bindRunQueues(inner)
+		}
+	}
 }
 
 // DefaultSignal is the Signal of a Config without one: a Controller over CPU utilisation (NewCPU(cpus)) and, as its
@@ -217,6 +241,17 @@ func (s *Controller) step(e float64) {
 	if s.admit <= settleFloor {
 		s.share = 1 + s.crit
 	}
+}
+
+// observe tells the Controller how many requests were admitted and rejected since its previous reading, before
+// it reads again: the run queues among its signals count by the share admitted, or in full when no request was
+// decided. The Engine calls it; a Controller read by anything else counts its run queues in full.
+func (s *Controller) observe(admitted, rejected uint64) {
+	share := 1.0
+	if n := admitted + rejected; n > 0 {
+		share = float64(admitted) / float64(n)
+	}
+	s.admitted.Store(math.Float64bits(share))
 }
 
 // throttled tells whether a quota throttled the process over the last reading: then a queue below the target is

@@ -416,7 +416,7 @@ func TestDefaultSignalSettlesCPUBesideLatencyAndRunQueue(t *testing.T) {
 	if s, ok := lat.Signals()[0].(*SchedLatency); !ok || s.Target() != DefaultSchedTarget {
 		t.Fatalf("latency's first signal %v, want scheduling latency over %v", lat.Signals()[0], DefaultSchedTarget)
 	}
-	if q, ok := lat.Signals()[1].(*RunQueue); !ok || q.Target() != DefaultRunQueueTarget {
+	if q, ok := lat.Signals()[1].(*RunQueue); !ok || q.Target() != DefaultRunQueueTarget || q.admitted != &d.admitted {
 		t.Fatalf("latency's second signal %v, want the run queue over %v", lat.Signals()[1], DefaultRunQueueTarget)
 	}
 	if _, err := d.Load(); err != nil {
@@ -440,5 +440,143 @@ func TestDefaultSignalSettlesCPUBesideLatencyAndRunQueue(t *testing.T) {
 	defer e2.Close()
 	if st := e2.Status(); !strings.HasPrefix(st.Signal, "settled at 0.8 of CPU of ") {
 		t.Fatalf("Target 0.8: Status.Signal %q, want the default signal settled at 0.8", st.Signal)
+	}
+}
+
+// arrivals is a process whose Ps are its only limit (GOMAXPROCS at its CPUs): offered times its capacity
+// arrives, every arrival is a runnable goroutine until it is read, so its run queue holds offered goroutines per P
+// whatever it sheds, and it uses what it admits, up to all of its CPU.
+type arrivals struct{ offered float64 }
+
+func (p arrivals) util(share float64) float64 { return min(p.offered*(1-min(share, 1)), 1) }
+
+// runnable is the run queue's reading on one P: offered times the default target.
+func (p arrivals) runnable() (uint64, bool) {
+	return uint64(math.Round(p.offered * DefaultRunQueueTarget)), true
+}
+
+// decide tells s the decisions of one reading's arrivals at its share (10^12 of them, so that the share admitted
+// is exact to within 1e-12).
+func decide(s *Controller, share float64) {
+	const n = 1e12
+	admitted := uint64(math.Round(n * (1 - min(share, 1))))
+	s.observe(admitted, n-admitted)
+}
+
+func TestControllerCountsTheRunQueueByTheShareItAdmits(t *testing.T) {
+	for _, offered := range []float64{1.5, 2, 4, 10} {
+		p := arrivals{offered: offered}
+		u := &named{name: "cpu"}
+		q := newRunQueue(0, p.runnable, func() int { return 1 }, ticker(20*time.Millisecond))
+		s := NewController(u, NewMax(&named{name: "sched"}, q), 0)
+		bindController(s, testPolicy)
+		for range 400 {
+			u.load = p.util(s.Share())
+			decide(s, s.Share())
+			if _, err := s.Load(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		// The share that holds the CPU at Target: the queue of the requests it rejects does not raise it.
+		want := 1 - DefaultControlTarget/offered
+		if got := s.Share(); math.Abs(got-want) > 0.02 {
+			t.Fatalf("offered %v: share %.4f, want within 0.02 of %.4f (the CPU at Target)", offered, got, want)
+		}
+		if got, err := q.Load(); err != nil || got >= 1 {
+			t.Fatalf("offered %v: run queue load %v, %v; want the share it admits under 1", offered, got, err)
+		}
+	}
+	// The same queue read by a latency signal that is not a run queue (a wait every request has) is counted in
+	// full: the share rises well above what holds the CPU at Target.
+	p := arrivals{offered: 4}
+	u, l := &named{name: "cpu"}, &named{name: "lat"}
+	s := NewController(u, l, 0)
+	bindController(s, testPolicy)
+	r, _ := p.runnable()
+	l.load = float64(r) / DefaultRunQueueTarget
+	for range 400 {
+		u.load = p.util(s.Share())
+		decide(s, s.Share())
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if floor := 1 - DefaultControlTarget/4; s.Share() < floor+0.1 {
+		t.Fatalf("a wait counted in full: share %.4f, want well above %.4f", s.Share(), floor)
+	}
+}
+
+func TestControllerCountsARunQueueOfItsOwnByTheShareItAdmits(t *testing.T) {
+	// A run queue that is the whole latency signal, 4 goroutines on one P over a target of 2 (load 2), with the
+	// CPU at Target: the first queue is a lone one (0), then the queue counts by the share admitted: in full at
+	// first, then less as the share shed grows, which stops under one half (2 × admitted = 1).
+	u := &named{name: "cpu", load: DefaultControlTarget}
+	q := newRunQueue(0, func() (uint64, bool) { return 4, true }, func() int { return 1 }, ticker(20*time.Millisecond))
+	s := NewController(u, q, 0)
+	bindController(s, testPolicy)
+	var errs []float64
+	for i := range 12 {
+		before := s.Share()
+		decide(s, before)
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+		// The reading is the queue by the share admitted since the previous one.
+		if got, want := s.Readings()[1].Load, 2*(1-before); i >= 1 && math.Abs(got-want) > 1e-6 {
+			t.Fatalf("reading %d: run queue reads %v, want %v", i, got, want)
+		}
+		if i >= 2 { // the queue is seen at reading 1 and lasts from reading 2
+			errs = append(errs, min(2*(1-before)-1, 1))
+		}
+		if got, want := s.Share(), shareAfter(errs...); math.Abs(got-want) > 1e-9 {
+			t.Fatalf("reading %d: share %v, want %v", i, got, want)
+		}
+	}
+	if got := s.Share(); got <= 0.3 || got > 0.5 {
+		t.Fatalf("share %v, want it to approach one half from below", got)
+	}
+	// A run queue no Controller owns counts every goroutine.
+	alone := newRunQueue(0, func() (uint64, bool) { return 4, true }, func() int { return 1 }, ticker(20*time.Millisecond))
+	for range 2 {
+		if got, err := alone.Load(); err == nil && got == 2 {
+			return
+		}
+	}
+	t.Fatal("a run queue of its own does not read 2 for 4 goroutines on one P over a target of 2")
+}
+
+func TestControllerCountsTheRunQueueInFullWithoutRequests(t *testing.T) {
+	// Goroutines that are not requests queue (4 on one P over a target of 2) while no request arrives: nothing
+	// rejected is among them, so the queue counts in full after any share, and the share goes to every ordinary
+	// request as fast as the error allows.
+	u := &named{name: "cpu", load: DefaultControlTarget}
+	q := newRunQueue(0, func() (uint64, bool) { return 4, true }, func() int { return 1 }, ticker(20*time.Millisecond))
+	s := NewController(u, q, 0)
+	bindController(s, testPolicy)
+	var errs []float64
+	for i := range 40 {
+		s.observe(0, 0)
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+		if got := s.Readings()[1].Load; i >= 1 && got != 2 {
+			t.Fatalf("reading %d: run queue reads %v with no request decided, want 2 (in full)", i, got)
+		}
+		if i >= 2 {
+			errs = append(errs, 1)
+		}
+	}
+	if got, want := s.Share(), shareAfter(errs...); math.Abs(got-want) > 1e-9 || got < 0.95 {
+		t.Fatalf("share %v, want %v: every ordinary request", got, want)
+	}
+	// Requests that were all admitted count in full too; all rejected, not at all.
+	for _, c := range []struct {
+		admitted, rejected uint64
+		want               float64
+	}{{10, 0, 2}, {0, 10, 0}, {1, 3, 0.5}, {math.MaxUint64 / 2, math.MaxUint64 / 2, 1}} {
+		s.observe(c.admitted, c.rejected)
+		if got, err := q.Load(); err != nil || math.Abs(got-c.want) > 1e-9 {
+			t.Fatalf("%d admitted, %d rejected: run queue reads %v, %v; want %v", c.admitted, c.rejected, got, err, c.want)
+		}
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"runtime"
 	rtmetrics "runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -24,13 +25,24 @@ import (
 // counts only within 2 s of the previous one: a burst of requests arriving together on a quiet process (a
 // reading taken just as they arrive, which the sampler's wake-up on a surge of requests makes likely) queues them
 // for an instant, and it reads 0. A process that queues again and again, starved or behind its work, reads its
-// queue from the second time it sees one. Load is safe for concurrent use; the zero value
-// is not usable, create it with NewRunQueue.
+// queue from the second time it sees one.
+//
+// Within a Controller (the default signal's) that an Engine reads, the queue counts by the share of the requests
+// decided since the previous reading that were admitted: every arriving request is a runnable goroutine until it
+// has been read, whether it is then served or rejected, and a rejection costs microseconds where a served request
+// costs its handler. At twice its capacity a process with one P has about two arrivals runnable behind every
+// request it serves, however many it rejects; counting them in full would read as a queue that no share shed
+// could shorten. When no request was decided (goroutines that are not requests queue), or no request was
+// rejected, it counts in full. Load is safe for concurrent use; the zero value is not usable, create it with
+// NewRunQueue.
 type RunQueue struct {
 	target float64
 	read   func() (runnable uint64, ok bool)
 	procs  func() int
 	now    func() time.Time
+	// admitted is the owning Controller's share of the requests decided since its previous reading that were
+	// admitted (math.Float64bits), nil without a Controller: the queue counts by it.
+	admitted *atomic.Uint64
 
 	mu       sync.Mutex // guards lastSeen and the runtime/metrics sample read reuses
 	lastSeen time.Time  // of the last reading that saw a queue
@@ -93,6 +105,9 @@ func (r *RunQueue) Load() (float64, error) {
 		return 0, errNoRunQueueMetric
 	}
 	load := float64(n) / float64(max(r.procs(), 1)) / r.target
+	if r.admitted != nil {
+		load *= math.Float64frombits(r.admitted.Load())
+	}
 	if load < runQueueSeen {
 		return load, nil
 	}

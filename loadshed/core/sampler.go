@@ -141,6 +141,9 @@ func (e *Engine) read(woken bool) time.Duration {
 // sampleLocked reads the signal once, publishes the smoothed load with the pace's wake-up count and returns the
 // wait before the next reading. An error keeps the last load and the pace.
 func (e *Engine) sampleLocked(first, woken bool) time.Duration {
+	if e.controller != nil {
+		e.observeDecisions()
+	}
 	load, err := e.signal.Load()
 	if err == nil && !validLoad(load) {
 		err = errBadReading
@@ -166,6 +169,18 @@ func (e *Engine) sampleLocked(first, woken bool) time.Duration {
 	wait, wakeAt := e.pace.next(now, e.normal.admitted.Load(), smoothed, load, woken || first || limit > 0)
 	e.publish(smoothed, now, wakeAt, limit)
 	return wait
+}
+
+// observeDecisions tells the Controller the requests admitted and rejected since the previous reading. In dry-run
+// mode every request is served, so all count as admitted.
+func (e *Engine) observeDecisions() {
+	admitted := e.normal.admitted.Load() + e.crit.admitted.Load()
+	rejected := e.normal.rejected.Load() + e.crit.rejected.Load()
+	if e.dryRun {
+		admitted, rejected = admitted+rejected, 0
+	}
+	e.controller.observe(admitted-e.lastDecided[0], rejected-e.lastDecided[1])
+	e.lastDecided = [2]uint64{admitted, rejected}
 }
 
 func (e *Engine) publish(load float64, at time.Time, wakeAt uint64, limit int64) {

@@ -341,3 +341,38 @@ func TestSamplerNeverRestsWithIdleIntervalEqualToInterval(t *testing.T) {
 		}
 	})
 }
+
+// Before each reading the Engine tells its Controller the share of the requests decided since the previous one
+// that it admitted, of both priorities; in dry-run mode every request is served, so all count as admitted.
+func TestEngineTellsTheControllerTheShareAdmitted(t *testing.T) {
+	for _, dry := range []bool{false, true} {
+		s := NewController(&named{name: "cpu"}, &named{name: "lat"}, 0)
+		e := NewEngine(testConfig{DisableMetrics: true, Interval: time.Hour, DryRun: dry, Signal: s}.WithDefaults(testDefaults), nil)
+		admitted := func() float64 { return math.Float64frombits(s.admitted.Load()) }
+		steps := []struct {
+			admitted, rejected, critAdmitted, critRejected uint64
+			want, dryWant                                  float64
+		}{
+			{admitted: 1, rejected: 3, want: 0.25, dryWant: 1},
+			{want: 1, dryWant: 1}, // nothing decided since
+			{admitted: 2, critAdmitted: 1, critRejected: 1, want: 0.75, dryWant: 1},
+			{rejected: 5, want: 0, dryWant: 1},
+		}
+		for i, st := range steps {
+			// Admit counts a rejection in dry-run mode as rejected, not admitted; the Engine serves it.
+			e.normal.admitted.Add(st.admitted)
+			e.normal.rejected.Add(st.rejected)
+			e.crit.admitted.Add(st.critAdmitted)
+			e.crit.rejected.Add(st.critRejected)
+			e.Sample()
+			want := st.want
+			if dry {
+				want = st.dryWant
+			}
+			if got := admitted(); got != want {
+				t.Fatalf("dry run %v, step %d: the Controller counts its run queues by %v, want %v", dry, i, got, want)
+			}
+		}
+		_ = e.Close()
+	}
+}

@@ -177,14 +177,14 @@ type lsApp struct {
 	pid  int
 }
 
-// startLoadshedApp starts the app of version fv in group (nil: in this process's groups) and returns once it
-// serves. It stops with the test.
-func startLoadshedApp(t *testing.T, fv fiberapp.Version, group *cpuGroup) *lsApp {
+// startLoadshedApp starts the app of version fv in group (nil: in this process's groups), with env added to its
+// environment, and returns once it serves. It stops with the test.
+func startLoadshedApp(t *testing.T, fv fiberapp.Version, group *cpuGroup, env ...string) *lsApp {
 	t.Helper()
 	self, err := os.Executable()
 	itest.Require(t, err == nil, "cannot find the test binary")
 	cmd := exec.Command(self, "-test.run=^TestLoadshedInCgroup$", "-test.count=1", "-test.timeout=2m")
-	cmd.Env = append(os.Environ(), lsFiberEnv+"="+fv.Name())
+	cmd.Env = append(append(os.Environ(), lsFiberEnv+"="+fv.Name()), env...)
 	cmd.SysProcAttr = &syscall.SysProcAttr{Pdeathsig: syscall.SIGKILL} // never outlive a test killed hard
 	stdin, err := cmd.StdinPipe()
 	if err != nil {

@@ -9,6 +9,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 )
 
 // Controller is the default controller: a Signal that finds the share of requests to shed, and the in-flight limit
@@ -70,6 +71,12 @@ type Controller struct {
 	// admitted is the share of the requests decided since the previous reading that were admitted
 	// (math.Float64bits), 1 when none was; the run queues among the signals count by it.
 	admitted atomic.Uint64
+	// finished and elapsed are the requests whose handlers returned since the previous reading and the time
+	// since it, as the Engine last told; work is the CPU time a request takes (an average over recent readings,
+	// in ns, 0 before the first), which the scheduling latencies among the signals allow beside their target.
+	finished uint64
+	elapsed  time.Duration
+	work     atomic.Int64
 }
 
 // The defaults of NewController.
@@ -80,6 +87,8 @@ const (
 	// twice its quota sheds 10 % more at every reading; one at half of Target lets 5 % more in.
 	settleGain  = 0.1
 	settleFloor = 0.01 // the smallest share of ordinary requests admitted: below it, all are shed
+	// workMemory is the weight of a new reading in the average CPU time a request takes.
+	workMemory = 0.25
 )
 
 // controllerDefaultPolicy is the band a Controller uses until an Engine gives it its own: the adapters' defaults.
@@ -101,21 +110,25 @@ func NewController(utilisation, latency Signal, target float64) *Controller {
 	s := &Controller{util: utilisation, latency: latency, target: target, policy: controllerDefaultPolicy, admit: 1}
 	s.names, s.last = newReadings(s.Signals())
 	s.admitted.Store(math.Float64bits(1))
-	s.bindRunQueues(latency)
+	s.bindLatencies(latency)
 	return s
 }
 
-// bindRunQueues has every RunQueue in sig (itself, or within a Max) count its queue by the share of requests the
-// Controller admits.
-func (s *Controller) bindRunQueues(sig Signal) {
+// bindLatencies has every RunQueue in sig (itself, or within a Max) count its queue by the share of requests the
+// Controller admits, and every SchedLatency allow the CPU time of a request beside its target.
+func (s *Controller) bindLatencies(sig Signal) {
 	switch q := sig.(type) {
 	case *RunQueue:
 		q.mu.Lock()
 		q.admitted = &s.admitted
 		q.mu.Unlock()
+	case *SchedLatency:
+		q.mu.Lock()
+		q.work = &s.work
+		q.mu.Unlock()
 	case *Max:
 		for _, inner := range q.signals {
-			s.bindRunQueues(inner)
+			s.bindLatencies(inner)
 		}
 	}
 }
@@ -198,6 +211,9 @@ func (s *Controller) Load() (float64, error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	util, utilErr := readInto(&s.last[0], s.util)
+	if utilErr == nil {
+		s.learnWork(util) // before the latency reading, which allows for it
+	}
 	lat, latOK := 0.0, false
 	if s.latency != nil {
 		var latErr error
@@ -253,6 +269,35 @@ func (s *Controller) observe(admitted, rejected uint64) {
 	}
 	s.admitted.Store(math.Float64bits(share))
 }
+
+// observeWork tells the Controller, before it reads again, how many requests finished since its previous reading
+// and how long ago that was: with the utilisation it reads, they give the CPU time a request takes.
+func (s *Controller) observeWork(finished uint64, elapsed time.Duration) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.finished, s.elapsed = finished, elapsed
+}
+
+// learnWork averages the CPU time a request took over the last reading, the CPU a utilisation of util stands for
+// (its capacity, in CPUs) over the time since the previous reading shared among the requests that finished in
+// it: the time any goroutine waits behind one running request. A reading in which none finished, or a
+// utilisation that is not the CPU's, teaches nothing. The CPU the rejections took counts in it too, a few
+// percent of a served request's.
+func (s *Controller) learnWork(util float64) {
+	c, ok := s.util.(*CPU)
+	if !ok || s.finished == 0 || s.elapsed <= 0 {
+		return
+	}
+	sample := util * c.Capacity() * float64(s.elapsed) / float64(s.finished)
+	if prev := s.work.Load(); prev > 0 {
+		sample = float64(prev) + workMemory*(sample-float64(prev))
+	}
+	s.work.Store(int64(sample))
+}
+
+// Work is the CPU time a request takes, as the Controller last averaged it: 0 before any request finished, or
+// when its utilisation is not a CPU signal.
+func (s *Controller) Work() time.Duration { return time.Duration(s.work.Load()) }
 
 // throttled tells whether a quota throttled the process over the last reading: then a queue below the target is
 // the wake-up to what arrived while it was stopped, not a CPU it cannot get.

@@ -580,3 +580,63 @@ func TestControllerCountsTheRunQueueInFullWithoutRequests(t *testing.T) {
 		}
 	}
 }
+
+func TestControllerAllowsTheWaitBehindOneRequest(t *testing.T) {
+	// One CPU, 18 ms of it used in every 20 ms reading (0.9) by requests that finish 3 a reading: 6 ms each.
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	var used time.Duration
+	c := &CPU{capacity: 1, usage: func() (time.Duration, error) { return used, nil }, now: clock, sleep: func(time.Duration) {}}
+	// Every goroutine that runs waited 8 ms: the p90 is in the 8 ms bucket, over a target of 7 ms alone.
+	cum := make([]uint64, len(testBuckets)-1)
+	l := newSchedLatency(DefaultSchedTarget, testBuckets, func(dst []uint64) { copy(dst, cum) }, clock)
+	s := NewController(c, l, 0)
+	bindController(s, testPolicy)
+	read := func(finished uint64, work time.Duration) float64 {
+		t.Helper()
+		now = now.Add(20 * time.Millisecond)
+		used += time.Duration(finished) * work
+		cum[3] += 100
+		s.observeWork(finished, 20*time.Millisecond)
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+		return s.Readings()[1].Load
+	}
+	read(3, 6*time.Millisecond) // the baselines
+	if got := read(3, 6*time.Millisecond); math.Abs(s.Work().Seconds()-0.006) > 1e-6 || math.Abs(got-8.0/13) > 1e-6 {
+		t.Fatalf("6 ms requests: work %v, scheduling latency %v; want 6ms and 8 ms over 7+6 ms", s.Work(), got)
+	}
+	if s.Share() != 0 {
+		t.Fatalf("share %v after waits behind one request at 0.9 of the CPU, want 0", s.Share())
+	}
+	// A reading in which nothing finished teaches nothing; the average then follows new requests by a quarter.
+	read(0, 0)
+	if got := s.Work(); got != 6*time.Millisecond {
+		t.Fatalf("work %v after a reading with nothing finished, want 6ms kept", got)
+	}
+	read(1, 18*time.Millisecond)
+	if got, want := s.Work(), 6*time.Millisecond+3*time.Millisecond; got < want-time.Microsecond || got > want+time.Microsecond {
+		t.Fatalf("work %v after an 18 ms request, want %v", got, want)
+	}
+	// Long requests are preempted after the scheduler's slice: at most 10 ms is allowed.
+	for range 40 {
+		read(1, 18*time.Millisecond)
+	}
+	if got := read(1, 18*time.Millisecond); math.Abs(got-8.0/17) > 1e-6 {
+		t.Fatalf("18 ms requests: scheduling latency %v, want 8 ms over 7+10 ms", got)
+	}
+	// A scheduling latency no Controller owns, or a Controller over another utilisation, holds its target alone.
+	alone := newSchedLatency(DefaultSchedTarget, testBuckets, func(dst []uint64) { copy(dst, cum) }, clock)
+	alone.Load()
+	now = now.Add(20 * time.Millisecond)
+	cum[3] += 100
+	if got, _ := alone.Load(); math.Abs(got-8.0/7) > 1e-6 {
+		t.Fatalf("alone: %v, want 8 ms over 7 ms", got)
+	}
+	other := NewController(&named{name: "cpu", load: 0.9}, NewSchedLatency(0), 0)
+	other.observeWork(3, 20*time.Millisecond)
+	if _, err := other.Load(); err != nil || other.Work() != 0 {
+		t.Fatalf("a Controller over another utilisation learned work %v (%v), want 0", other.Work(), err)
+	}
+}

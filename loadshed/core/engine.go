@@ -44,6 +44,8 @@ type Engine struct {
 	controller    *Controller // the signal, when it is a Controller: it sets the in-flight limit
 	lastGated     uint64      // gated at the last reading; guarded by sampleMu
 	lastDecided   [2]uint64   // admitted and rejected at the last reading; guarded by sampleMu
+	lastFinished  uint64      // finished at the last reading; guarded by sampleMu
+	lastObserved  time.Time   // of the last reading's observeDecisions; guarded by sampleMu
 	pace          pace        // its rhythm fields are guarded by sampleMu; interval and idle never change
 
 	cancel    context.CancelFunc

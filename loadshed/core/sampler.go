@@ -181,6 +181,11 @@ func (e *Engine) observeDecisions() {
 	}
 	e.controller.observe(admitted-e.lastDecided[0], rejected-e.lastDecided[1])
 	e.lastDecided = [2]uint64{admitted, rejected}
+	now, finished := time.Now(), e.finished.Load()
+	if !e.lastObserved.IsZero() {
+		e.controller.observeWork(finished-e.lastFinished, now.Sub(e.lastObserved))
+	}
+	e.lastObserved, e.lastFinished = now, finished
 }
 
 func (e *Engine) publish(load float64, at time.Time, wakeAt uint64, limit int64) {

@@ -6,6 +6,7 @@ import (
 	"math"
 	rtmetrics "runtime/metrics"
 	"sync"
+	"sync/atomic"
 	"time"
 )
 
@@ -23,12 +24,22 @@ import (
 // 4 events stand for about 32 waits.) A reading is capped at 2: a backlog's long waits would otherwise hold the
 // Shedder's smoothed load above Upper, shedding everything, long after the backlog has drained.
 //
+// Within a Controller (the default signal's) that an Engine reads, the wait behind one running request is
+// allowed beside Target: the CPU time a request takes, as the Controller measures it, up to the scheduler's 10 ms
+// time slice. A goroutine that becomes runnable while a request runs on every P waits for one of them to finish
+// or be preempted, however short the queue; with handlers of 1 ms that is a millisecond more, with handlers of
+// 5 ms or more at GOMAXPROCS=1 it is what every arrival waits at any load, and counting it against Target alone
+// read a queue the CPU did not have.
+//
 // Load is meant for one sampler (the Shedder's); the zero value is not usable, create it with NewSchedLatency.
 type SchedLatency struct {
 	target   time.Duration
 	quantile float64
 	read     func(dst []uint64) // the cumulative counts of the histogram
 	now      func() time.Time
+	// work is the owning Controller's CPU time of a request (ns), nil without a Controller: the wait behind one
+	// running request, allowed beside Target.
+	work *atomic.Int64
 
 	mu      sync.Mutex
 	sched   schedWindow
@@ -47,6 +58,9 @@ const (
 	schedMinAbove = 4                      // events that must lie at or above the quantile
 	schedMaxLoad  = 2                      // the highest load a reading reports
 	schedMetric   = "/sched/latencies:seconds"
+	// schedSlice is the Go scheduler's time slice: a goroutine that runs longer is preempted, so a goroutine that
+	// becomes runnable waits behind one running request at most that long.
+	schedSlice = 10 * time.Millisecond
 )
 
 // NewSchedLatency returns the scheduling-latency signal: load 1 when the 90th percentile of recent goroutine
@@ -113,7 +127,11 @@ func (s *SchedLatency) Load() (float64, error) {
 	keep := math.Exp(-float64(at.Sub(s.prevAt)) / float64(schedMemory))
 	s.prevAt = at
 	s.sched.add(s.current, keep)
-	return min(s.sched.recentQuantile(s.quantile, schedMinAbove)/s.target.Seconds(), schedMaxLoad), nil
+	target := s.target
+	if s.work != nil {
+		target += min(time.Duration(s.work.Load()), schedSlice)
+	}
+	return min(s.sched.recentQuantile(s.quantile, schedMinAbove)/target.Seconds(), schedMaxLoad), nil
 }
 
 // schedWindow is a decaying histogram of the differences between successive cumulative histograms.

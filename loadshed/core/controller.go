@@ -259,20 +259,17 @@ func (s *Controller) step(e float64) {
 	}
 }
 
-// observe tells the Controller how many requests were admitted and rejected since its previous reading, before
-// it reads again: the run queues among its signals count by the share admitted, or in full when no request was
-// decided. The Engine calls it; a Controller read by anything else counts its run queues in full.
-func (s *Controller) observe(admitted, rejected uint64) {
+// observe tells the Controller what happened since its previous reading, before it reads again: how many requests
+// were admitted and rejected (the run queues among its signals count by the share admitted, or in full when no
+// request was decided), how many finished, and how long ago that reading was (with the utilisation it reads, they
+// give the CPU time a request takes; 0 before the first). The Engine calls it; a Controller read by anything else
+// counts its run queues in full and learns no CPU time of a request.
+func (s *Controller) observe(admitted, rejected, finished uint64, elapsed time.Duration) {
 	share := 1.0
 	if n := admitted + rejected; n > 0 {
 		share = float64(admitted) / float64(n)
 	}
 	s.admitted.Store(math.Float64bits(share))
-}
-
-// observeWork tells the Controller, before it reads again, how many requests finished since its previous reading
-// and how long ago that was: with the utilisation it reads, they give the CPU time a request takes.
-func (s *Controller) observeWork(finished uint64, elapsed time.Duration) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	s.finished, s.elapsed = finished, elapsed

@@ -460,7 +460,7 @@ func (p arrivals) runnable() (uint64, bool) {
 func decide(s *Controller, share float64) {
 	const n = 1e12
 	admitted := uint64(math.Round(n * (1 - min(share, 1))))
-	s.observe(admitted, n-admitted)
+	s.observe(admitted, n-admitted, 0, 0)
 }
 
 func TestControllerCountsTheRunQueueByTheShareItAdmits(t *testing.T) {
@@ -555,7 +555,7 @@ func TestControllerCountsTheRunQueueInFullWithoutRequests(t *testing.T) {
 	bindController(s, testPolicy)
 	var errs []float64
 	for i := range 40 {
-		s.observe(0, 0)
+		s.observe(0, 0, 0, 0)
 		if _, err := s.Load(); err != nil {
 			t.Fatal(err)
 		}
@@ -574,7 +574,7 @@ func TestControllerCountsTheRunQueueInFullWithoutRequests(t *testing.T) {
 		admitted, rejected uint64
 		want               float64
 	}{{10, 0, 2}, {0, 10, 0}, {1, 3, 0.5}, {math.MaxUint64 / 2, math.MaxUint64 / 2, 1}} {
-		s.observe(c.admitted, c.rejected)
+		s.observe(c.admitted, c.rejected, 0, 0)
 		if got, err := q.Load(); err != nil || math.Abs(got-c.want) > 1e-9 {
 			t.Fatalf("%d admitted, %d rejected: run queue reads %v, %v; want %v", c.admitted, c.rejected, got, err, c.want)
 		}
@@ -597,7 +597,7 @@ func TestControllerAllowsTheWaitBehindOneRequest(t *testing.T) {
 		now = now.Add(20 * time.Millisecond)
 		used += time.Duration(finished) * work
 		cum[3] += 100
-		s.observeWork(finished, 20*time.Millisecond)
+		s.observe(0, 0, finished, 20*time.Millisecond)
 		if _, err := s.Load(); err != nil {
 			t.Fatal(err)
 		}
@@ -635,7 +635,7 @@ func TestControllerAllowsTheWaitBehindOneRequest(t *testing.T) {
 		t.Fatalf("alone: %v, want 8 ms over 7 ms", got)
 	}
 	other := NewController(&named{name: "cpu", load: 0.9}, NewSchedLatency(0), 0)
-	other.observeWork(3, 20*time.Millisecond)
+	other.observe(0, 0, 3, 20*time.Millisecond)
 	if _, err := other.Load(); err != nil || other.Work() != 0 {
 		t.Fatalf("a Controller over another utilisation learned work %v (%v), want 0", other.Work(), err)
 	}

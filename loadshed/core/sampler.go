@@ -171,7 +171,7 @@ func (e *Engine) sampleLocked(first, woken bool) time.Duration {
 	return wait
 }
 
-// observeDecisions tells the Controller the requests admitted and rejected since the previous reading. In dry-run
+// observeDecisions tells the Controller the requests admitted, rejected and finished since the previous reading. In dry-run
 // mode every request is served, so all count as admitted.
 func (e *Engine) observeDecisions() {
 	admitted := e.normal.admitted.Load() + e.crit.admitted.Load()
@@ -179,13 +179,13 @@ func (e *Engine) observeDecisions() {
 	if e.dryRun {
 		admitted, rejected = admitted+rejected, 0
 	}
-	e.controller.observe(admitted-e.lastDecided[0], rejected-e.lastDecided[1])
-	e.lastDecided = [2]uint64{admitted, rejected}
 	now, finished := time.Now(), e.finished.Load()
+	var elapsed time.Duration
 	if !e.lastObserved.IsZero() {
-		e.controller.observeWork(finished-e.lastFinished, now.Sub(e.lastObserved))
+		elapsed = now.Sub(e.lastObserved)
 	}
-	e.lastObserved, e.lastFinished = now, finished
+	e.controller.observe(admitted-e.lastDecided[0], rejected-e.lastDecided[1], finished-e.lastFinished, elapsed)
+	e.lastDecided, e.lastFinished, e.lastObserved = [2]uint64{admitted, rejected}, finished, now
 }
 
 func (e *Engine) publish(load float64, at time.Time, wakeAt uint64, limit int64) {

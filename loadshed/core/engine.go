@@ -29,7 +29,7 @@ type Engine struct {
 	signalName string // for Status: the CPU signal's source and capacity, or "custom"
 	smoothing  float64
 	log        Logger
-	wake       chan struct{} // a request asks a resting sampler for a reading now
+	wake       chan struct{} // a request that took a reading tells the sampler to take up its new wait
 
 	state atomic.Pointer[snapshot]
 
@@ -39,7 +39,8 @@ type Engine struct {
 	finished, gated counter
 
 	samplerErrors atomic.Uint64
-	sampleMu      sync.Mutex  // one reading at a time: the sampler's and Sample's
+	sampleMu      sync.Mutex  // one reading at a time: the sampler's, Sample's and a request's (overdue)
+	closed        bool        // set by Close; guarded by sampleMu
 	lastErr       string      // guarded by sampleMu
 	controller    *Controller // the signal, when it is a Controller: it sets the in-flight limit
 	lastGated     uint64      // gated at the last reading; guarded by sampleMu
@@ -89,7 +90,7 @@ func NewEngine[C, H any](cfg Config[C, H], lg Logger) *Engine {
 	}
 	e.pace = newPace(cfg.Interval, cfg.IdleInterval, cfg.Lower)
 	e.controller, _ = sig.(*Controller)
-	e.publish(0, time.Time{}, 0, 0)
+	e.publish(snapshot{})
 	e.sample(true) // the first reading exists before the first request
 
 	if !cfg.DisableMetrics {
@@ -119,22 +120,25 @@ type counter struct {
 // priority's requests, see decisions.spread), or, while the sampler has set an in-flight limit, when that many
 // requests are in flight already (twice as many for a critical one). Every request Admit returns true for must
 // be followed by Done when its handler returns. In dry-run mode a request that would be rejected is counted as
-// rejected and Admit returns true.
+// rejected and Admit returns true. The ordinary request that finds the sampler late for its reading takes it
+// (see pace).
 func (e *Engine) Admit(critical bool) bool {
 	st := e.state.Load()
-	prob, d, limit := st.normal, &e.normal, st.limit
+	prob, d, limit, wakeAt, shedAt := st.normal, &e.normal, st.limit, st.wakeAt, st.shedAt
 	if critical {
-		prob, d, limit = st.critical, &e.crit, 2*st.limit
+		prob, d, limit, wakeAt, shedAt = st.critical, &e.crit, 2*st.limit, 0, 0
 	}
 	if prob > 0 && (prob >= 1 || d.spread(prob, rand.Float64())) {
-		d.rejected.Add(1)
+		if d.rejected.Add(1) == shedAt { // the sampler is late for its reading: take it
+			e.overdue()
+		}
 		return e.dryRun
 	}
 	if limit > 0 && e.InFlight() >= limit {
-		return e.gate(d)
+		return e.gate(d, shedAt)
 	}
-	if d.admitted.Add(1) == st.wakeAt { // only while the sampler rests: the request rate has doubled
-		e.wakeSampler()
+	if d.admitted.Add(1) == wakeAt { // the sampler is late for its reading: take it
+		e.overdue()
 	}
 	return true
 }
@@ -156,21 +160,12 @@ func (e *Engine) InFlight() int64 {
 // gate rejects a request for the in-flight limit. It is kept out of line, off the path of an admitted request.
 //
 //go:noinline
-func (e *Engine) gate(d *decisions) bool {
+func (e *Engine) gate(d *decisions, shedAt uint64) bool {
 	e.gated.Add(1)
-	d.rejected.Add(1)
-	return e.dryRun
-}
-
-// wakeSampler asks the resting sampler for a reading now, without waiting. It is kept out of line: Admit calls it
-// about once per rest, and the select inlined would grow the request path.
-//
-//go:noinline
-func (e *Engine) wakeSampler() {
-	select {
-	case e.wake <- struct{}{}:
-	default: // a reading is already asked for
+	if d.rejected.Add(1) == shedAt {
+		e.overdue()
 	}
+	return e.dryRun
 }
 
 // Close stops the sampler, waits for it to exit and unregisters the metrics. Admit keeps deciding with the last
@@ -179,6 +174,9 @@ func (e *Engine) Close() error {
 	e.closeOnce.Do(func() {
 		e.cancel()
 		<-e.done // the sampler unregisters the metrics as it exits
+		e.sampleMu.Lock()
+		e.closed = true // no request takes a reading from here on
+		e.sampleMu.Unlock()
 	})
 	return nil
 }

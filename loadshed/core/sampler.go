@@ -11,11 +11,14 @@ import (
 type snapshot struct {
 	load, normal, critical float64
 	at                     time.Time // of the reading; zero before the first
-	// wakeAt is the count of admitted ordinary requests at which a request wakes the resting sampler; 0 (never
-	// reached, the count starts at 1) while it reads at every Interval.
-	wakeAt uint64
+	// wakeAt and shedAt are the counts of admitted and of rejected ordinary requests at which the request that
+	// reaches one takes the next reading itself, the sampler being late for it (see pace.next); 0 for never (the
+	// counts start at 1).
+	wakeAt, shedAt uint64
 	// limit is the in-flight limit of ordinary requests (critical ones: twice it); 0 for none.
 	limit int64
+	// resting tells whether the sampler waits longer than Interval before its next reading.
+	resting bool
 }
 
 // run is the sampler goroutine: one reading per wait until ctx is done, the wait set by each reading (see pace).
@@ -50,6 +53,12 @@ func (e *Engine) run(ctx context.Context) {
 
 // pace is the sampler's rhythm: while the load is quiet (below half of Lower) it rests, doubling its wait from
 // Interval up to IdleInterval; any other reading brings the wait back to Interval.
+//
+// A sampler can be late: a resting one for a surge, and any one for a CPU it does not get. Its goroutine waits
+// for a CPU behind the requests' own; in a process with one P a surge of arriving requests holds it off for as
+// long as the surge lasts, and the requests it admits meanwhile at the last, light load keep that CPU busy. So
+// each reading also sets the counts of requests, admitted and rejected, that make the next reading due: twice
+// what a wait saw at the rate of the last one. The request that reaches one takes the reading itself.
 type pace struct {
 	interval, idle time.Duration // Config.Interval and Config.IdleInterval
 	quiet          float64       // half of Config.Lower: a load below it is quiet
@@ -57,40 +66,53 @@ type pace struct {
 	wait     time.Duration // the wait before the next reading
 	at       time.Time     // of the previous reading
 	admitted uint64        // the count of admitted ordinary requests at it
+	rejected uint64        // the count of rejected ordinary requests at it
 }
 
 func newPace(interval, idle time.Duration, lower float64) pace {
 	return pace{interval: interval, idle: idle, quiet: lower / 2, wait: interval}
 }
 
-// restMinWake is the fewest requests that wake a resting sampler: a handful of requests is no surge.
-const restMinWake = 8
+// dueMinRequests is the fewest requests that make a reading due before its wait is over: a handful of requests
+// is no surge.
+const dueMinRequests = 8
 
-// next sets the wait after a reading at now of load (smoothed) and reading (raw) and returns it with the count
-// of admitted requests that wakes the sampler before that wait is over (0: none). A woken sampler, a reading
-// that is not quiet or an IdleInterval equal to Interval reads again after Interval. Otherwise the wait doubles,
-// and the wake-up count allows twice the requests the last wait saw at their rate, at least restMinWake.
-func (p *pace) next(now time.Time, admitted uint64, load, reading float64, woken bool) (time.Duration, uint64) {
-	elapsed, arrived := now.Sub(p.at), admitted-p.admitted
-	p.at, p.admitted = now, admitted
-	if woken || load >= p.quiet || reading >= p.quiet || p.idle <= p.interval {
-		p.wait = p.interval
-		return p.wait, 0
+// next sets the wait after a reading at now of load (smoothed) and reading (raw), given the counts of admitted
+// and of rejected ordinary requests, and returns it with the counts of each at which a request takes the next
+// reading (see pace; none after the first reading) and whether the sampler rests. A woken sampler, a reading that is not quiet or an
+// IdleInterval equal to Interval reads again after Interval; otherwise the wait doubles, up to IdleInterval.
+func (p *pace) next(now time.Time, admitted, rejected uint64, load, reading float64, woken bool) (
+	wait time.Duration, wakeAt, shedAt uint64, resting bool) {
+	elapsed := now.Sub(p.at)
+	wait = p.interval
+	if !woken && load < p.quiet && reading < p.quiet && p.idle > p.interval {
+		wait = min(2*p.wait, p.idle)
 	}
-	p.wait = min(2*p.wait, p.idle)
+	p.wait = wait
+	if !p.at.IsZero() { // the first reading knows no rate: nothing is due before the sampler's next one
+		wakeAt = dueAt(admitted, admitted-p.admitted, wait, elapsed)
+		shedAt = dueAt(rejected, rejected-p.rejected, wait, elapsed)
+	}
+	p.at, p.admitted, p.rejected = now, admitted, rejected
+	return wait, wakeAt, shedAt, wait > p.interval
+}
+
+// dueAt is the count at which a reading is due after one at count: twice the requests expected in wait at the
+// rate of the arrived ones over elapsed, at least dueMinRequests.
+func dueAt(count, arrived uint64, wait, elapsed time.Duration) uint64 {
 	expected := 0.0
 	if elapsed > 0 {
-		expected = float64(arrived) * float64(p.wait) / float64(elapsed)
+		expected = float64(arrived) * float64(wait) / float64(elapsed)
 	}
-	allowed := max(restMinWake, math.Ceil(2*expected))
+	allowed := max(dueMinRequests, math.Ceil(2*expected))
 	if allowed > 1<<62 { // no rate comes near: keep the sum from wrapping on a count of its own
 		allowed = 1 << 62
 	}
-	wakeAt := admitted + uint64(allowed)
-	if wakeAt == 0 { // the count wrapped onto "not resting"
-		wakeAt = 1
+	at := count + uint64(allowed)
+	if at == 0 { // the count wrapped onto "never"
+		at = 1
 	}
-	return p.wait, wakeAt
+	return at
 }
 
 // errBadReading reports a reading that is not a finite, non-negative number.
@@ -131,11 +153,36 @@ func (e *Engine) sample(first bool) {
 	e.sampleLocked(first, true) // the sampler's next reading comes after Interval at most
 }
 
-// read is the sampler's reading: it publishes the smoothed load and returns the wait before the next one.
+// read is the sampler's reading: it publishes the smoothed load and returns the wait before the next one. A
+// reading taken less than half an Interval ago, by a request (see overdue) or Sample, stands for it.
 func (e *Engine) read(woken bool) time.Duration {
 	e.sampleMu.Lock()
 	defer e.sampleMu.Unlock()
+	if at := e.state.Load().at; !at.IsZero() && time.Since(at) < e.pace.interval/2 {
+		return e.pace.wait
+	}
 	return e.sampleLocked(false, woken)
+}
+
+// overdue takes the reading a request found due (see pace): the sampler is late for it. A reading under way, by
+// the sampler or another request, is enough, and a closed Engine reads no more. The sampler is then woken to
+// take up the new wait, which its ticker does not know.
+//
+//go:noinline
+func (e *Engine) overdue() {
+	if !e.sampleMu.TryLock() {
+		return
+	}
+	if e.closed {
+		e.sampleMu.Unlock()
+		return
+	}
+	e.sampleLocked(false, true)
+	e.sampleMu.Unlock()
+	select {
+	case e.wake <- struct{}{}:
+	default: // the sampler is woken already
+	}
 }
 
 // sampleLocked reads the signal once, publishes the smoothed load with the pace's wake-up count and returns the
@@ -166,8 +213,9 @@ func (e *Engine) sampleLocked(first, woken bool) time.Duration {
 		e.lastGated = gated
 	}
 	// A limit keeps the sampler reading at every Interval: it is lifted only by a reading.
-	wait, wakeAt := e.pace.next(now, e.normal.admitted.Load(), smoothed, load, woken || first || limit > 0)
-	e.publish(smoothed, now, wakeAt, limit)
+	wait, wakeAt, shedAt, resting := e.pace.next(now, e.normal.admitted.Load(), e.normal.rejected.Load(), smoothed,
+		load, woken || first || limit > 0)
+	e.publish(snapshot{load: smoothed, at: now, wakeAt: wakeAt, shedAt: shedAt, limit: limit, resting: resting})
 	return wait
 }
 
@@ -188,7 +236,8 @@ func (e *Engine) observeDecisions() {
 	e.lastDecided, e.lastFinished, e.lastObserved = [2]uint64{admitted, rejected}, finished, now
 }
 
-func (e *Engine) publish(load float64, at time.Time, wakeAt uint64, limit int64) {
-	normal, critical := e.policy.Probabilities(load)
-	e.state.Store(&snapshot{load: load, normal: normal, critical: critical, at: at, wakeAt: wakeAt, limit: limit})
+// publish makes s, with the probabilities of its load, what the next Admit decides by.
+func (e *Engine) publish(s snapshot) {
+	s.normal, s.critical = e.policy.Probabilities(s.load)
+	e.state.Store(&s)
 }

@@ -212,12 +212,13 @@ func TestPaceTable(t *testing.T) {
 	const interval, idle = 20 * time.Millisecond, 160 * time.Millisecond
 	t0 := time.Unix(1000, 0)
 	type step struct {
-		after         time.Duration // since the previous reading
-		admitted      uint64        // the count at this reading
-		load, reading float64
-		woken         bool
-		wantWait      time.Duration
-		wantWakeAt    uint64
+		after              time.Duration // since the previous reading
+		admitted, rejected uint64        // the counts at this reading
+		load, reading      float64
+		woken              bool
+		wantWait           time.Duration
+		wantWakeAt         uint64 // the admitted count that makes the next reading due
+		wantShedAt         uint64 // the rejected count that does
 	}
 	tests := []struct {
 		name  string
@@ -225,41 +226,50 @@ func TestPaceTable(t *testing.T) {
 		steps []step
 	}{
 		{"quiet readings double the wait up to IdleInterval", idle, []step{
-			{after: 0, admitted: 0, load: 0.1, reading: 0.1, woken: true, wantWait: interval},
-			{after: 20 * time.Millisecond, admitted: 0, load: 0.1, reading: 0.1, wantWait: 40 * time.Millisecond, wantWakeAt: 8},
-			{after: 40 * time.Millisecond, admitted: 0, load: 0.1, reading: 0.1, wantWait: 80 * time.Millisecond, wantWakeAt: 8},
-			{after: 80 * time.Millisecond, admitted: 0, load: 0.1, reading: 0.1, wantWait: idle, wantWakeAt: 8},
-			{after: idle, admitted: 0, load: 0.1, reading: 0.1, wantWait: idle, wantWakeAt: 8},
+			{after: 0, load: 0.1, reading: 0.1, woken: true, wantWait: interval},
+			{after: 20 * time.Millisecond, load: 0.1, reading: 0.1, wantWait: 40 * time.Millisecond, wantWakeAt: 8, wantShedAt: 8},
+			{after: 40 * time.Millisecond, load: 0.1, reading: 0.1, wantWait: 80 * time.Millisecond, wantWakeAt: 8, wantShedAt: 8},
+			{after: 80 * time.Millisecond, load: 0.1, reading: 0.1, wantWait: idle, wantWakeAt: 8, wantShedAt: 8},
+			{after: idle, load: 0.1, reading: 0.1, wantWait: idle, wantWakeAt: 8, wantShedAt: 8},
 		}},
-		{"the wake-up count allows twice the requests of the last wait at their rate", idle, []step{
-			{after: 0, admitted: 100, load: 0, reading: 0, woken: true, wantWait: interval},
-			// 50 requests in 20ms, next wait 40ms: 100 expected, wake at 200 more.
-			{after: 20 * time.Millisecond, admitted: 150, load: 0, reading: 0, wantWait: 40 * time.Millisecond, wantWakeAt: 350},
-			// 3 requests in 40ms, next wait 80ms: 6 expected, 12 allowed.
-			{after: 40 * time.Millisecond, admitted: 153, load: 0, reading: 0, wantWait: 80 * time.Millisecond, wantWakeAt: 165},
+		{"the due counts allow twice the requests of the next wait at the last rate", idle, []step{
+			// The first reading has no rate: nothing is due before the sampler's next reading.
+			{after: 0, admitted: 100, rejected: 10, woken: true, wantWait: interval},
+			// 50 admitted in 20ms, next wait 40ms: 100 expected, due at 200 more; 20 rejected: 40 expected, 80.
+			{after: 20 * time.Millisecond, admitted: 150, rejected: 30, wantWait: 40 * time.Millisecond,
+				wantWakeAt: 350, wantShedAt: 110},
+			// 3 admitted in 40ms, next wait 80ms: 6 expected, 12 allowed; none rejected: 8 allowed.
+			{after: 40 * time.Millisecond, admitted: 153, rejected: 30, wantWait: 80 * time.Millisecond,
+				wantWakeAt: 165, wantShedAt: 38},
+			// Not quiet: the next wait is Interval, 800 admitted in 80ms give 200 in it; 400 rejected, 100.
+			{after: 80 * time.Millisecond, admitted: 953, rejected: 430, load: 0.6, reading: 0.6, wantWait: interval,
+				wantWakeAt: 1353, wantShedAt: 630},
 		}},
 		{"half of Lower is not quiet, in the smoothed load or the reading", idle, []step{
-			{after: 0, admitted: 0, load: 0.1, reading: 0.1, woken: true, wantWait: interval},
-			{after: 20 * time.Millisecond, load: 0.1, reading: 0.1, wantWait: 40 * time.Millisecond, wantWakeAt: 8},
-			{after: 40 * time.Millisecond, load: 0.45, reading: 0.1, wantWait: interval},
-			{after: 20 * time.Millisecond, load: 0.1, reading: 0.1, wantWait: 40 * time.Millisecond, wantWakeAt: 8},
-			{after: 40 * time.Millisecond, load: 0.3, reading: 0.46, wantWait: interval},
-			{after: 20 * time.Millisecond, load: 0.44, reading: 0.44, wantWait: 40 * time.Millisecond, wantWakeAt: 8},
+			{after: 0, load: 0.1, reading: 0.1, woken: true, wantWait: interval},
+			{after: 20 * time.Millisecond, load: 0.1, reading: 0.1, wantWait: 40 * time.Millisecond, wantWakeAt: 8, wantShedAt: 8},
+			{after: 40 * time.Millisecond, load: 0.45, reading: 0.1, wantWait: interval, wantWakeAt: 8, wantShedAt: 8},
+			{after: 20 * time.Millisecond, load: 0.1, reading: 0.1, wantWait: 40 * time.Millisecond, wantWakeAt: 8, wantShedAt: 8},
+			{after: 40 * time.Millisecond, load: 0.3, reading: 0.46, wantWait: interval, wantWakeAt: 8, wantShedAt: 8},
+			{after: 20 * time.Millisecond, load: 0.44, reading: 0.44, wantWait: 40 * time.Millisecond, wantWakeAt: 8, wantShedAt: 8},
 		}},
 		{"a woken sampler reads again after Interval", idle, []step{
-			{after: 0, load: 0, reading: 0, woken: true, wantWait: interval},
-			{after: 20 * time.Millisecond, load: 0, reading: 0, wantWait: 40 * time.Millisecond, wantWakeAt: 8},
-			{after: 5 * time.Millisecond, admitted: 8, load: 0, reading: 0, woken: true, wantWait: interval},
-			{after: 20 * time.Millisecond, admitted: 8, load: 0, reading: 0, wantWait: 40 * time.Millisecond, wantWakeAt: 16},
+			{after: 0, woken: true, wantWait: interval},
+			{after: 20 * time.Millisecond, wantWait: 40 * time.Millisecond, wantWakeAt: 8, wantShedAt: 8},
+			// 8 admitted in 5ms: 32 expected in the next 20ms.
+			{after: 5 * time.Millisecond, admitted: 8, woken: true, wantWait: interval, wantWakeAt: 72, wantShedAt: 8},
+			{after: 20 * time.Millisecond, admitted: 8, wantWait: 40 * time.Millisecond, wantWakeAt: 16, wantShedAt: 8},
 		}},
 		{"IdleInterval equal to Interval never rests", interval, []step{
-			{after: 0, load: 0, reading: 0, woken: true, wantWait: interval},
-			{after: 20 * time.Millisecond, load: 0, reading: 0, wantWait: interval},
-			{after: 20 * time.Millisecond, load: 0, reading: 0, wantWait: interval},
+			{after: 0, woken: true, wantWait: interval},
+			{after: 20 * time.Millisecond, wantWait: interval, wantWakeAt: 8, wantShedAt: 8},
+			{after: 20 * time.Millisecond, wantWait: interval, wantWakeAt: 8, wantShedAt: 8},
 		}},
-		{"a count that wraps to 0 wakes at 1: 0 means not resting", idle, []step{
-			{after: 0, admitted: math.MaxUint64 - 7, load: 0, reading: 0, woken: true, wantWait: interval},
-			{after: 20 * time.Millisecond, admitted: math.MaxUint64 - 7, load: 0, reading: 0, wantWait: 40 * time.Millisecond, wantWakeAt: 1},
+		{"a count that wraps to 0 is due at 1: 0 means never", idle, []step{
+			{after: 0, admitted: math.MaxUint64 - 7, rejected: math.MaxUint64 - 7, woken: true, wantWait: interval},
+			// No request since: the fewest requests, dueMinRequests, from a count 8 below the largest.
+			{after: 20 * time.Millisecond, admitted: math.MaxUint64 - 7, rejected: math.MaxUint64 - 7,
+				wantWait: 40 * time.Millisecond, wantWakeAt: 1, wantShedAt: 1},
 		}},
 	}
 	for _, tt := range tests {
@@ -268,9 +278,10 @@ func TestPaceTable(t *testing.T) {
 			at := t0
 			for i, s := range tt.steps {
 				at = at.Add(s.after)
-				wait, wakeAt := p.next(at, s.admitted, s.load, s.reading, s.woken)
-				if wait != s.wantWait || wakeAt != s.wantWakeAt {
-					t.Fatalf("step %d: wait %v, wake at %d; want %v, %d", i, wait, wakeAt, s.wantWait, s.wantWakeAt)
+				wait, wakeAt, shedAt, resting := p.next(at, s.admitted, s.rejected, s.load, s.reading, s.woken)
+				if wait != s.wantWait || wakeAt != s.wantWakeAt || shedAt != s.wantShedAt || resting != (wait > interval) {
+					t.Fatalf("step %d: wait %v, due at %d admitted, %d rejected, resting %v; want %v, %d, %d",
+						i, wait, wakeAt, shedAt, resting, s.wantWait, s.wantWakeAt, s.wantShedAt)
 				}
 			}
 		})
@@ -295,21 +306,21 @@ func TestSamplerRestsWhileQuietAndWakesOnASurge(t *testing.T) {
 			t.Fatal("Status().Resting is false while the sampler rests")
 		}
 
-		// No request came in the last wait, so the 8th admitted request is a surge: it wakes the sampler.
+		// No request came in the last wait, so the 8th admitted request is a surge: it takes the reading itself.
 		for range 7 {
 			e.Admit(false)
 		}
 		synctest.Wait()
 		if n := reads.Load(); n != 9 {
-			t.Fatalf("7 requests woke the sampler (%d readings)", n)
+			t.Fatalf("7 requests took a reading (%d readings)", n)
 		}
 		e.Admit(false)
 		synctest.Wait()
 		if n := reads.Load(); n != 10 {
-			t.Fatalf("the 8th request left the sampler resting (%d readings, want 10)", n)
+			t.Fatalf("the 8th request took no reading (%d readings, want 10)", n)
 		}
 		if e.Status().Resting {
-			t.Fatal("the woken sampler still rests")
+			t.Fatal("the sampler still rests after a surge")
 		}
 
 		// A load that is not quiet: one reading per Interval.
@@ -375,4 +386,84 @@ func TestEngineTellsTheControllerTheShareAdmitted(t *testing.T) {
 		}
 		_ = e.Close()
 	}
+}
+
+// A sampler held off its CPU (in a process with one P, by a surge of arriving requests) reads late, and every
+// request decided meanwhile is decided by the last, light load. Under synctest the clock stands still while the
+// test goroutine runs, so its sampler's ticker cannot fire: the requests themselves must take the reading that is
+// due, twice the requests of a wait at the last rate, as admitted or as rejected ones.
+func TestARequestTakesTheReadingALateSamplerOwes(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		var reads atomic.Int64
+		load := coretest.NewFixedLoad(0.5)
+		e := NewEngine(testConfig{Interval: 20 * time.Millisecond, IdleInterval: 20 * time.Millisecond, Smoothing: 1,
+			DisableMetrics: true, Signal: SignalFunc(func() (float64, error) { reads.Add(1); return load.Load() })}.WithDefaults(testDefaults), nil)
+		defer e.Close()
+		time.Sleep(20 * time.Millisecond) // the sampler's reading: no request in its wait
+		synctest.Wait()
+		if n := reads.Load(); n != 2 {
+			t.Fatalf("%d readings after one Interval, want 2", n)
+		}
+
+		// A surge at a load that turns to 1: the 8th request admitted is due to read it, and takes the reading.
+		load.Set(1)
+		for i := range dueMinRequests {
+			if !e.Admit(false) {
+				t.Fatalf("request %d rejected before the reading was due", i+1)
+			}
+		}
+		if n := reads.Load(); n != 3 {
+			t.Fatalf("%d readings after the 8th request, want 3: the request did not take the reading due", n)
+		}
+		if e.Admit(false) {
+			t.Fatal("the request after the reading was admitted at load 1")
+		}
+
+		// Critical requests make no reading due: their count is not the ordinary one.
+		load.Set(0)
+		for range 2 * dueMinRequests {
+			e.Admit(true)
+		}
+		if n := reads.Load(); n != 3 {
+			t.Fatalf("critical requests took a reading (%d readings)", n)
+		}
+
+		// Rejected requests make one due as well: no request was rejected in the last wait, so the 8th since
+		// takes it, and the load is 0 again.
+		for range dueMinRequests - 2 {
+			if e.Admit(false) {
+				t.Fatal("admitted at load 1 before the next reading was due")
+			}
+		}
+		if n := reads.Load(); n != 3 {
+			t.Fatalf("%d readings before the 8th rejection, want 3", n)
+		}
+		if e.Admit(false); reads.Load() != 4 {
+			t.Fatalf("%d readings after the 8th rejection, want 4", reads.Load())
+		}
+		if !e.Admit(false) {
+			t.Fatal("rejected after the reading of load 0")
+		}
+
+		// The sampler, woken to take up the request's wait, does not read again at once.
+		synctest.Wait()
+		if n := reads.Load(); n != 4 {
+			t.Fatalf("the sampler read again right after a request's reading (%d readings)", n)
+		}
+		time.Sleep(20 * time.Millisecond)
+		synctest.Wait()
+		if n := reads.Load(); n != 5 {
+			t.Fatalf("%d readings an Interval later, want 5", n)
+		}
+
+		// After Close no request reads.
+		_ = e.Close()
+		before := reads.Load()
+		for range 100 {
+			e.Admit(false)
+		}
+		if n := reads.Load(); n != before {
+			t.Fatalf("requests took %d readings after Close", n-before)
+		}
+	})
 }

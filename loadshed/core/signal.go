@@ -1,8 +1,9 @@
 package core
 
 // Signal is a load measurement: 0 is idle, 1 is the capacity of the resource. The sampler calls Load once per
-// Config.Interval from a single goroutine and smooths the readings; Load may block for part of an interval but
-// should not take longer. An error keeps the previous smoothed load and is counted.
+// Config.Interval, one call at a time, and smooths the readings; a sampler that is late for a reading has it
+// taken by the request that finds it due, on that request's goroutine. Load may block for part of an interval
+// but should not take longer. An error keeps the previous smoothed load and is counted.
 //
 // CPU is the default Signal. Implement Signal for another resource: memory use, queue time, a pool's occupancy.
 type Signal interface {

@@ -61,7 +61,7 @@ func (e *Engine) Status() Status {
 		Signal:              e.signalName,
 		IntervalSeconds:     e.pace.interval.Seconds(),
 		IdleIntervalSeconds: e.pace.idle.Seconds(),
-		Resting:             st.wakeAt != 0,
+		Resting:             st.resting,
 		Readings:            e.readings(st.load),
 	}
 }

@@ -40,9 +40,7 @@ func testLoadshedOneP(t *testing.T, fv fiberapp.Version) {
 	app := startLoadshedApp(t, fv, group, "GOMAXPROCS=1")
 
 	// What a request costs, from the kernel's accounting at a light load.
-	cpu0 := app.cpuTime(t)
-	light := offer(app.base+"/work", lsLight/lsWork.Seconds(), 5*time.Second)
-	perRequest := (app.cpuTime(t) - cpu0) / time.Duration(max(light.ok, 1))
+	perRequest, light := app.costAtALightLoad(t, "/work", lsWork, 5*time.Second)
 	capacity := 1 / perRequest.Seconds()
 	if light.ok == 0 || light.shed > light.sent/100 {
 		t.Fatalf("light load: %v; want it served", light)
@@ -74,6 +72,14 @@ func testLoadshedOneP(t *testing.T, fv fiberapp.Version) {
 			"%d of %d; want at least %.2f: it shed while its CPU sat idle", lsOnePOverload, busy, over.shed, over.sent,
 			lsOnePBusy)
 	}
+}
+
+// costAtALightLoad is the CPU time a request to path takes, from the kernel's accounting over d of a light load
+// (lsLight of one CPU going by work, the CPU time the route burns), with the outcome of that load.
+func (a *lsApp) costAtALightLoad(t *testing.T, path string, work, d time.Duration) (time.Duration, lsOutcome) {
+	cpu0 := a.cpuTime(t)
+	light := offer(a.base+path, lsLight/work.Seconds(), d)
+	return (a.cpuTime(t) - cpu0) / time.Duration(max(light.ok, 1)), light
 }
 
 // schedTimes is what the kernel accounted to a process's threads by one instant: the time they ran and waited on
@@ -127,4 +133,52 @@ func (a *lsApp) schedTimes(t *testing.T, group *cpuGroup) schedTimes {
 		}
 	}
 	return s
+}
+
+const (
+	// lsStepLight and lsStepOver are the two loads of TestLoadshedStep, as multiples of what its CPU serves.
+	lsStepLight, lsStepOver = 0.25, 3
+	// lsStepFirstShed is the longest TestLoadshedStep allows from the step to the first request shed, the step's
+	// goal in BENCHMARKS.md (this test measures 3–11 ms on an idle machine).
+	lsStepFirstShed = 100 * time.Millisecond
+)
+
+// TestLoadshedStep offers the app, with GOMAXPROCS=1 in a 1-CPU group, a quarter of what its CPU serves, where
+// its sampler rests, then three times it on new connections. The sampler's goroutine waits for the
+// one P behind the arrivals; the requests themselves must find the reading due and shed within a few readings,
+// not at the end of the resting wait.
+func TestLoadshedStep(t *testing.T) {
+	itest.RequireRoot(t)
+	fiberapp.Each(t, testLoadshedStep)
+}
+
+func testLoadshedStep(t *testing.T, fv fiberapp.Version) {
+	group := newCPUGroup(t, 1)
+	app := startLoadshedApp(t, fv, group, "GOMAXPROCS=1")
+
+	perRequest, light := app.costAtALightLoad(t, "/light", lsLightWork, 3*time.Second)
+	capacity := 1 / perRequest.Seconds()
+	// Busy neighbours may hold the app's one thread off a CPU for long enough to shed a few (TestLoadshedStarved).
+	if light.ok == 0 || light.shed > light.sent/20 {
+		t.Fatalf("light load: %v; want it served", light)
+	}
+	quiet := offer(app.base+"/light", lsStepLight*capacity, 2*time.Second)
+	// The sampler mostly rests here; a reading that finds a goroutine runnable (half of Lower: not quiet) wakes
+	// it for a few readings, so the step may find it either way.
+	st := app.status(t)
+	if quiet.shed > quiet.sent/20 {
+		t.Fatalf("at %.2f× of capacity: %v, status %+v; want it served", lsStepLight, quiet, st)
+	}
+	over := offer(app.base+"/light", lsStepOver*capacity, 2*time.Second)
+	t.Logf("%.0f/s served by a light request's cost; at %.0f/s after %.0f/s (sampler resting: %v): %v, first shed "+
+		"%v after the step, p99 of the first second %v", capacity, lsStepOver*capacity, lsStepLight*capacity,
+		st.Resting, over, over.firstShed, over.p99Sent(0, time.Second))
+	if over.firstShed < 0 || over.firstShed > lsStepFirstShed {
+		t.Errorf("a step from %.2f× to %v× of capacity at GOMAXPROCS=1: first request shed %v after it; want "+
+			"within %v", lsStepLight, lsStepOver, over.firstShed, lsStepFirstShed)
+	}
+	if over.ok == 0 || over.timeouts != 0 || over.errors != 0 || over.wrong != 0 {
+		t.Errorf("the step: %d served, %d timeouts, %d errors, %d other answers; want requests served and none lost",
+			over.ok, over.timeouts, over.errors, over.wrong)
+	}
 }

@@ -42,6 +42,8 @@ const (
 	lsQuota = 0.5
 	// lsWork is the CPU time each request to /work burns.
 	lsWork = 5 * time.Millisecond
+	// lsLightWork is the CPU time each request to /light burns.
+	lsLightWork = time.Millisecond
 	// lsPhase is how long each phase offers its load.
 	lsPhase = 10 * time.Second
 	// lsOverload is the offered load in the overload phase, as a multiple of what the quota serves.
@@ -320,6 +322,8 @@ func loadshedChild(name string) {
 	})
 	app.Use(shedder.Handler())
 	app.Get("/work", func() string { return "done " + strconv.Itoa(int(burn(rounds))) })
+	lightRounds := burnRounds(lsLightWork)
+	app.Get("/light", func() string { return "done " + strconv.Itoa(int(burn(lightRounds))) })
 	ln, err := net.Listen("tcp4", "127.0.0.1:0")
 	if err != nil {
 		fail(err)
@@ -377,6 +381,8 @@ type lsOutcome struct {
 	skipped  int // not sent: too many in flight
 	// served are the latencies of the 200 answers, and sentAt when each of them was sent, from the start.
 	served, sentAt []time.Duration
+	// firstShed is when the first request shed was sent, from the start; -1 when none was.
+	firstShed time.Duration
 }
 
 func (o lsOutcome) String() string {
@@ -410,7 +416,7 @@ func offer(url string, rate float64, d time.Duration) lsOutcome {
 	defer tr.CloseIdleConnections()
 	client := &http.Client{Transport: tr, Timeout: 5 * time.Second}
 	var (
-		o     lsOutcome
+		o     = lsOutcome{firstShed: -1}
 		mu    sync.Mutex
 		wg    sync.WaitGroup
 		slots = make(chan struct{}, 2048)
@@ -449,6 +455,9 @@ func offer(url string, rate float64, d time.Duration) lsOutcome {
 				o.sentAt = append(o.sentAt, at)
 			case status == http.StatusServiceUnavailable && by == "loadshed/default":
 				o.shed++
+				if o.firstShed < 0 || at < o.firstShed {
+					o.firstShed = at
+				}
 			default:
 				o.wrong++
 			}

@@ -85,9 +85,10 @@ type Config[C, H any] struct {
 	// IdleInterval is the longest the sampler waits between readings while the load stays quiet, below half of
 	// Lower: each quiet reading doubles the wait, from Interval up to IdleInterval, so an idle service pays for
 	// a few readings a second rather than one per Interval. A reading that is not quiet brings the wait back to
-	// Interval at once, and so does a surge of requests (twice the recent rate, at least 8, within one wait): the
-	// request that finds the reading due takes it, as it does whenever the sampler is late. Set it to Interval to
-	// read at every Interval. Must be at least Interval.
+	// Interval at once, and so does a surge of requests (more than twice the rate of the previous wait, at least
+	// 8): the requests take a reading themselves once twice what the last rate brings in two Intervals have come,
+	// as they do whenever the sampler is late. Set it to Interval to read at every Interval. Must be at least
+	// Interval.
 	//
 	// Optional. Default: 320ms, or Interval if longer
 	IdleInterval time.Duration

@@ -52,13 +52,16 @@ func (e *Engine) run(ctx context.Context) {
 }
 
 // pace is the sampler's rhythm: while the load is quiet (below half of Lower) it rests, doubling its wait from
-// Interval up to IdleInterval; any other reading brings the wait back to Interval.
+// Interval up to IdleInterval; any other reading, and one that finds the requests arriving at more than twice
+// the rate of the previous wait, brings the wait back to Interval.
 //
 // A sampler can be late: a resting one for a surge, and any one for a CPU it does not get. Its goroutine waits
 // for a CPU behind the requests' own; in a process with one P a surge of arriving requests holds it off for as
 // long as the surge lasts, and the requests it admits meanwhile at the last, light load keep that CPU busy. So
 // each reading also sets the counts of requests, admitted and rejected, that make the next reading due: twice
-// what a wait saw at the rate of the last one. The request that reaches one takes the reading itself.
+// what the last rate brings in the next wait, or in two Intervals while the sampler rests (a surge admitted at
+// no more than the CPU can serve is seen within a few Intervals, not at the end of a long wait). The request
+// that reaches one takes the reading itself.
 type pace struct {
 	interval, idle time.Duration // Config.Interval and Config.IdleInterval
 	quiet          float64       // half of Config.Lower: a load below it is quiet
@@ -67,10 +70,11 @@ type pace struct {
 	at       time.Time     // of the previous reading
 	admitted uint64        // the count of admitted ordinary requests at it
 	rejected uint64        // the count of rejected ordinary requests at it
+	rate     float64       // requests per second, admitted and rejected, over the wait before it; -1 for unknown
 }
 
 func newPace(interval, idle time.Duration, lower float64) pace {
-	return pace{interval: interval, idle: idle, quiet: lower / 2, wait: interval}
+	return pace{interval: interval, idle: idle, quiet: lower / 2, wait: interval, rate: -1}
 }
 
 // dueMinRequests is the fewest requests that make a reading due before its wait is over: a handful of requests
@@ -79,30 +83,38 @@ const dueMinRequests = 8
 
 // next sets the wait after a reading at now of load (smoothed) and reading (raw), given the counts of admitted
 // and of rejected ordinary requests, and returns it with the counts of each at which a request takes the next
-// reading (see pace; none after the first reading) and whether the sampler rests. A woken sampler, a reading that is not quiet or an
+// reading (see pace; none after the first reading) and whether the sampler rests. A woken sampler, a reading
+// that is not quiet, a surge (at least dueMinRequests arrived at more than twice the previous rate) or an
 // IdleInterval equal to Interval reads again after Interval; otherwise the wait doubles, up to IdleInterval.
 func (p *pace) next(now time.Time, admitted, rejected uint64, load, reading float64, woken bool) (
 	wait time.Duration, wakeAt, shedAt uint64, resting bool) {
 	elapsed := now.Sub(p.at)
+	newAdmitted, newRejected := admitted-p.admitted, rejected-p.rejected
+	rate := -1.0
+	if !p.at.IsZero() && elapsed > 0 {
+		rate = float64(newAdmitted+newRejected) / elapsed.Seconds()
+	}
+	surge := p.rate >= 0 && rate > 2*p.rate && newAdmitted+newRejected >= dueMinRequests
 	wait = p.interval
-	if !woken && load < p.quiet && reading < p.quiet && p.idle > p.interval {
+	if !woken && !surge && load < p.quiet && reading < p.quiet && p.idle > p.interval {
 		wait = min(2*p.wait, p.idle)
 	}
 	p.wait = wait
 	if !p.at.IsZero() { // the first reading knows no rate: nothing is due before the sampler's next one
-		wakeAt = dueAt(admitted, admitted-p.admitted, wait, elapsed)
-		shedAt = dueAt(rejected, rejected-p.rejected, wait, elapsed)
+		horizon := min(wait, 2*p.interval)
+		wakeAt = dueAt(admitted, newAdmitted, horizon, elapsed)
+		shedAt = dueAt(rejected, newRejected, horizon, elapsed)
 	}
-	p.at, p.admitted, p.rejected = now, admitted, rejected
+	p.at, p.admitted, p.rejected, p.rate = now, admitted, rejected, rate
 	return wait, wakeAt, shedAt, wait > p.interval
 }
 
-// dueAt is the count at which a reading is due after one at count: twice the requests expected in wait at the
-// rate of the arrived ones over elapsed, at least dueMinRequests.
-func dueAt(count, arrived uint64, wait, elapsed time.Duration) uint64 {
+// dueAt is the count at which a reading is due after one at count: twice the requests expected in horizon at
+// the rate of the arrived ones over elapsed, at least dueMinRequests.
+func dueAt(count, arrived uint64, horizon, elapsed time.Duration) uint64 {
 	expected := 0.0
 	if elapsed > 0 {
-		expected = float64(arrived) * float64(wait) / float64(elapsed)
+		expected = float64(arrived) * float64(horizon) / float64(elapsed)
 	}
 	allowed := max(dueMinRequests, math.Ceil(2*expected))
 	if allowed > 1<<62 { // no rate comes near: keep the sum from wrapping on a count of its own
@@ -177,7 +189,7 @@ func (e *Engine) overdue() {
 		e.sampleMu.Unlock()
 		return
 	}
-	e.sampleLocked(false, true)
+	e.sampleLocked(false, false) // a surge, or a load that is not quiet, ends the rest (see pace.next)
 	e.sampleMu.Unlock()
 	select {
 	case e.wake <- struct{}{}:

@@ -232,18 +232,25 @@ func TestPaceTable(t *testing.T) {
 			{after: 80 * time.Millisecond, load: 0.1, reading: 0.1, wantWait: idle, wantWakeAt: 8, wantShedAt: 8},
 			{after: idle, load: 0.1, reading: 0.1, wantWait: idle, wantWakeAt: 8, wantShedAt: 8},
 		}},
-		{"the due counts allow twice the requests of the next wait at the last rate", idle, []step{
+		{"the due counts allow twice the requests of the next wait, at most two Intervals, at the last rate", idle, []step{
 			// The first reading has no rate: nothing is due before the sampler's next reading.
 			{after: 0, admitted: 100, rejected: 10, woken: true, wantWait: interval},
 			// 50 admitted in 20ms, next wait 40ms: 100 expected, due at 200 more; 20 rejected: 40 expected, 80.
 			{after: 20 * time.Millisecond, admitted: 150, rejected: 30, wantWait: 40 * time.Millisecond,
 				wantWakeAt: 350, wantShedAt: 110},
-			// 3 admitted in 40ms, next wait 80ms: 6 expected, 12 allowed; none rejected: 8 allowed.
+			// 3 admitted in 40ms, next wait 80ms but two Intervals counted: 3 expected, 6 allowed, at least 8;
+			// none rejected: 8 allowed.
 			{after: 40 * time.Millisecond, admitted: 153, rejected: 30, wantWait: 80 * time.Millisecond,
-				wantWakeAt: 165, wantShedAt: 38},
+				wantWakeAt: 161, wantShedAt: 38},
+			// 6 admitted in 80ms, the same rate, next wait 160ms: 3 expected in two Intervals, 8 allowed.
+			{after: 80 * time.Millisecond, admitted: 159, rejected: 30, wantWait: idle,
+				wantWakeAt: 167, wantShedAt: 38},
+			// 40 admitted in 80ms after 6: a surge, the next wait is Interval and 10 are expected in it.
+			{after: 80 * time.Millisecond, admitted: 199, rejected: 30, wantWait: interval,
+				wantWakeAt: 219, wantShedAt: 38},
 			// Not quiet: the next wait is Interval, 800 admitted in 80ms give 200 in it; 400 rejected, 100.
-			{after: 80 * time.Millisecond, admitted: 953, rejected: 430, load: 0.6, reading: 0.6, wantWait: interval,
-				wantWakeAt: 1353, wantShedAt: 630},
+			{after: 80 * time.Millisecond, admitted: 999, rejected: 430, load: 0.6, reading: 0.6, wantWait: interval,
+				wantWakeAt: 1399, wantShedAt: 630},
 		}},
 		{"half of Lower is not quiet, in the smoothed load or the reading", idle, []step{
 			{after: 0, load: 0.1, reading: 0.1, woken: true, wantWait: interval},
@@ -259,6 +266,30 @@ func TestPaceTable(t *testing.T) {
 			// 8 admitted in 5ms: 32 expected in the next 20ms.
 			{after: 5 * time.Millisecond, admitted: 8, woken: true, wantWait: interval, wantWakeAt: 72, wantShedAt: 8},
 			{after: 20 * time.Millisecond, admitted: 8, wantWait: 40 * time.Millisecond, wantWakeAt: 16, wantShedAt: 8},
+		}},
+		{"a surge ends the rest: more than twice the previous rate, at least dueMinRequests", idle, []step{
+			{after: 0, load: 0.1, reading: 0.1, woken: true, wantWait: interval},
+			// 40 in 20ms: the first rate known, 2000/s; 80 allowed in the next 40ms.
+			{after: 20 * time.Millisecond, admitted: 40, load: 0.1, reading: 0.1, wantWait: 40 * time.Millisecond,
+				wantWakeAt: 200, wantShedAt: 8},
+			// 80 in 40ms: the same rate, still resting; 160 allowed in two Intervals of the next 80ms.
+			{after: 40 * time.Millisecond, admitted: 120, load: 0.1, reading: 0.1, wantWait: 80 * time.Millisecond,
+				wantWakeAt: 280, wantShedAt: 8},
+			// 161 in 40ms (a request found the reading due): 4025/s, more than twice 2000/s; 161 allowed in the
+			// next Interval.
+			{after: 40 * time.Millisecond, admitted: 281, load: 0.1, reading: 0.1, wantWait: interval,
+				wantWakeAt: 442, wantShedAt: 8},
+			// Rejected requests count as arrived: 81 in 20ms, 4050/s, is no surge after 4025/s ...
+			{after: 20 * time.Millisecond, admitted: 281, rejected: 81, load: 0.1, reading: 0.1,
+				wantWait: 40 * time.Millisecond, wantWakeAt: 289, wantShedAt: 405},
+			// ... and 325 in 40ms, 8125/s, is one.
+			{after: 40 * time.Millisecond, admitted: 281, rejected: 406, load: 0.1, reading: 0.1, wantWait: interval,
+				wantWakeAt: 289, wantShedAt: 731},
+			// 7 requests after none are no surge, however fast.
+			{after: 20 * time.Millisecond, admitted: 281, rejected: 406, load: 0.1, reading: 0.1,
+				wantWait: 40 * time.Millisecond, wantWakeAt: 289, wantShedAt: 414},
+			{after: time.Millisecond, admitted: 288, rejected: 406, load: 0.1, reading: 0.1,
+				wantWait: 80 * time.Millisecond, wantWakeAt: 848, wantShedAt: 414},
 		}},
 		{"IdleInterval equal to Interval never rests", interval, []step{
 			{after: 0, woken: true, wantWait: interval},
@@ -288,12 +319,19 @@ func TestPaceTable(t *testing.T) {
 	}
 }
 
+// countedEngine is an Engine whose sampler reads every 20ms, resting up to idle, a load that starts at load and
+// counts its readings. Smoothing 1: the published load is the last reading.
+func countedEngine(load float64, idle time.Duration) (*Engine, *coretest.FixedLoad, *atomic.Int64) {
+	reads := new(atomic.Int64)
+	l := coretest.NewFixedLoad(load)
+	e := NewEngine(testConfig{Interval: 20 * time.Millisecond, IdleInterval: idle, Smoothing: 1, DisableMetrics: true,
+		Signal: SignalFunc(func() (float64, error) { reads.Add(1); return l.Load() })}.WithDefaults(testDefaults), nil)
+	return e, l, reads
+}
+
 func TestSamplerRestsWhileQuietAndWakesOnASurge(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var reads atomic.Int64
-		load := coretest.NewFixedLoad(0.1)
-		e := NewEngine(testConfig{Interval: 20 * time.Millisecond, IdleInterval: 160 * time.Millisecond, Smoothing: 1,
-			DisableMetrics: true, Signal: SignalFunc(func() (float64, error) { reads.Add(1); return load.Load() })}.WithDefaults(testDefaults), nil)
+		e, load, reads := countedEngine(0.1, 160*time.Millisecond)
 		defer e.Close()
 
 		// Quiet: readings at 0 (NewEngine), 20, 60, 140, 300, 460, 620, 780 and 940ms, not one per 20ms.
@@ -335,6 +373,49 @@ func TestSamplerRestsWhileQuietAndWakesOnASurge(t *testing.T) {
 		}
 		if st := e.Status(); st.Resting || st.Load != 0.5 {
 			t.Fatalf("at load 0.5: %+v", st)
+		}
+	})
+}
+
+// A steady light load does not end the rest: its requests take a reading every two Intervals' worth of twice
+// their rate (see pace), each finds the same rate and a quiet load, and the wait stays at IdleInterval.
+func TestASteadyLightLoadLeavesTheSamplerResting(t *testing.T) {
+	synctest.Test(t, func(t *testing.T) {
+		e, _, reads := countedEngine(0.1, 160*time.Millisecond)
+		defer e.Close()
+		time.Sleep(time.Second)
+		synctest.Wait()
+
+		requests := func(d time.Duration) {
+			for range d / time.Millisecond {
+				if !e.Admit(false) {
+					t.Fatal("a request rejected at load 0.1")
+				}
+				time.Sleep(time.Millisecond)
+				synctest.Wait()
+			}
+		}
+		requests(time.Second) // the onset is a surge: the sampler reads at Interval until the rate holds
+		before := reads.Load()
+		requests(960 * time.Millisecond)
+		// A reading every 80ms (twice the 40 requests of two Intervals), not every 20ms (48) nor every 160ms (6).
+		if n := reads.Load() - before; n < 11 || n > 13 {
+			t.Fatalf("%d readings in 960ms of 1000 requests/s, want 12", n)
+		}
+		if !e.Status().Resting {
+			t.Fatal("a steady light load ended the rest")
+		}
+
+		// Four times the rate is a surge: within two Intervals the sampler reads at every Interval.
+		for range 40 {
+			for range 4 {
+				e.Admit(false)
+			}
+			time.Sleep(time.Millisecond)
+			synctest.Wait()
+		}
+		if e.Status().Resting {
+			t.Fatal("the sampler still rests 40ms into a surge of four times the rate")
 		}
 	})
 }
@@ -394,10 +475,7 @@ func TestEngineTellsTheControllerTheShareAdmitted(t *testing.T) {
 // due, twice the requests of a wait at the last rate, as admitted or as rejected ones.
 func TestARequestTakesTheReadingALateSamplerOwes(t *testing.T) {
 	synctest.Test(t, func(t *testing.T) {
-		var reads atomic.Int64
-		load := coretest.NewFixedLoad(0.5)
-		e := NewEngine(testConfig{Interval: 20 * time.Millisecond, IdleInterval: 20 * time.Millisecond, Smoothing: 1,
-			DisableMetrics: true, Signal: SignalFunc(func() (float64, error) { reads.Add(1); return load.Load() })}.WithDefaults(testDefaults), nil)
+		e, load, reads := countedEngine(0.5, 20*time.Millisecond)
 		defer e.Close()
 		time.Sleep(20 * time.Millisecond) // the sampler's reading: no request in its wait
 		synctest.Wait()

@@ -16,7 +16,7 @@ import (
 
 // Row kinds besides a load factor.
 const (
-	loadStep    = "step"    // 0.25x capacity, then 3x
+	loadStep    = "step"    // 0.25x capacity, then 3x, then 0.5x
 	loadIdle    = "idle"    // beside the neighbours, idleRate req/s
 	loadStarved = "starved" // beside the neighbours, starvedOver x what the app serves there
 )
@@ -28,6 +28,8 @@ const (
 	stepHigh    = 3.0  // of capacity, for stepAfter
 	stepBefore  = 5 * time.Second
 	stepAfter   = 5 * time.Second
+	stepDrop    = 0.5 // of capacity, for dropAfter: the overload is over
+	dropAfter   = 2 * time.Second
 	idleRate    = 20.0
 	starvedOver = 2.0
 	// waitRatePerCPU is the wait handler's nominal capacity per CPU: one request in flight per CPU on average
@@ -113,7 +115,7 @@ func (p params) plan(c cell) (runs int, expected time.Duration) {
 	default:
 		add(len(p.loads)*len(p.modes), p.warm+p.duration)
 		if p.step && c.cpuBound() {
-			add(len(p.modes), stepBefore+stepAfter)
+			add(len(p.modes), stepBefore+stepAfter+dropAfter)
 		}
 	}
 	return runs, expected
@@ -144,8 +146,12 @@ type row struct {
 	capCPU      float64       // cores it used in the cell's capacity run (0: not measured)
 	firstShed   time.Duration // a step: from the step to the end of the first 503 of a request sent after it
 	stepP99     time.Duration // a step: admitted p99 of the requests sent in its first second
-	judged      bool          // goals apply (a loadshed row, with -goals)
-	missed      []string
+	// dropShed is a step's share of the requests sent in the first second after the load fell back to stepDrop
+	// that were shed, and lastShed the time from that fall to the answer of the last of them shed (0: none).
+	dropShed float64
+	lastShed time.Duration
+	judged   bool // goals apply (a loadshed row, with -goals)
+	missed   []string
 }
 
 // driver runs the cells.
@@ -297,14 +303,20 @@ func (d *driver) runCell(c cell) error {
 			capCPU: res.capCPU}
 		if r.cpu, err = d.measure(c, mode, loadStep, func(base string) scenario.Outcome {
 			high := stepHigh * res.capacity
+			drop := stepDrop * res.capacity
 			parts := scenario.AttackSteps(base+"/work", []scenario.Step{{Rate: stepLow * res.capacity, D: stepBefore},
-				{Rate: high, D: time.Second}, {Rate: high, D: stepAfter - time.Second}}, d.p.timeout)
+				{Rate: high, D: time.Second}, {Rate: high, D: stepAfter - time.Second},
+				{Rate: drop, D: time.Second}, {Rate: drop, D: dropAfter - time.Second}}, d.p.timeout)
 			r.o, r.stepP99, r.firstShed = parts[2], parts[1].P99, parts[1].FirstShed
 			if r.firstShed == 0 && parts[2].FirstShed > 0 {
 				r.firstShed = time.Second + parts[2].FirstShed
 			}
+			r.dropShed, r.lastShed = parts[3].ShedFrac(), parts[3].LastShed
+			if parts[4].LastShed > 0 {
+				r.lastShed = time.Second + parts[4].LastShed
+			}
 			return r.o
-		}, stepBefore+stepAfter); err != nil {
+		}, stepBefore+stepAfter+dropAfter); err != nil {
 			return err
 		}
 		r.driverCPU = d.driverCPU

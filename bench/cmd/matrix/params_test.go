@@ -150,7 +150,7 @@ func TestCellsAndPlan(t *testing.T) {
 	}
 	// A loaded run is its 2 s onset (-warm) and then -duration.
 	o, loaded := appOverhead, 5*time.Second
-	cpuCell := (5*time.Second + o) + (3*time.Second + o) + 2*(loaded+o) + 2*(10*time.Second+o)
+	cpuCell := (5*time.Second + o) + (3*time.Second + o) + 2*(loaded+o) + 2*(12*time.Second+o) // a step: 5 s low, 5 s high, 2 s after the drop
 	waitCell := (3*time.Second + o) + 2*(loaded+o)
 	nbCell := (5*time.Second + o) + (3*time.Second + o) + 4*(loaded+o)
 	if want := 2*cpuCell + 2*waitCell + nbCell; total != want {

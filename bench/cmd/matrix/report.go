@@ -39,17 +39,18 @@ func (d *driver) print(w io.Writer) {
 	if !d.p.step {
 		return
 	}
-	fmt.Fprintf(w, "\nSteps (%v at %gx capacity, then %v at %gx; first 503: from the step to the answer of the first request sent after it that was shed; the rest of the columns: the %v after the step's first second):\n\n",
-		stepBefore, stepLow, stepAfter, stepHigh, stepAfter-time.Second)
-	fmt.Fprintf(w, "| cell | mode | first 503 | first-second p99 | / unloaded | goodput / capacity | shed | timeouts | p99 | p99 / unloaded | CPU used / it can get |%s\n", goalHeader(d.p.goals))
-	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", goalRule(d.p.goals))
+	fmt.Fprintf(w, "\nSteps (%v at %gx capacity, then %v at %gx, then %v at %gx; first 503: from the step to the answer of the first request sent after it that was shed; goodput to CPU: the %v after the step's first second; after the drop: the share shed of the requests sent in the first second at %gx, and the time from the drop to the answer of the last one shed):\n\n",
+		stepBefore, stepLow, stepAfter, stepHigh, dropAfter, stepDrop, stepAfter-time.Second, stepDrop)
+	fmt.Fprintf(w, "| cell | mode | first 503 | first-second p99 | / unloaded | goodput / capacity | shed | timeouts | p99 | p99 / unloaded | CPU used / it can get | shed after the drop | last 503 after it |%s\n", goalHeader(d.p.goals))
+	fmt.Fprintf(w, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|%s\n", goalRule(d.p.goals))
 	for _, r := range d.rows {
 		if r.load != loadStep {
 			continue
 		}
-		fmt.Fprintf(w, "| %v | %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %.2f |%s\n", r.cell, r.mode, scenario.Ms(r.firstShed),
+		fmt.Fprintf(w, "| %v | %s | %s | %s | %s | %.2f | %s | %s | %s | %s | %.2f | %s | %s |%s\n", r.cell, r.mode, scenario.Ms(r.firstShed),
 			scenario.Ms(r.stepP99), times(ratio(r.stepP99, r.unloadedP99)), r.goodputFrac(), scenario.Pct(r.o.ShedFrac()),
-			scenario.Pct(r.o.TimeoutFrac()), scenario.Ms(r.o.P99), times(r.p99Ratio()), r.cpuFrac(), goalCell(d.p.goals, r))
+			scenario.Pct(r.o.TimeoutFrac()), scenario.Ms(r.o.P99), times(r.p99Ratio()), r.cpuFrac(), scenario.Pct(r.dropShed),
+			scenario.Ms(r.lastShed), goalCell(d.p.goals, r))
 	}
 }
 
@@ -66,7 +67,7 @@ func goalCell(on bool, r row) string {
 var tsvColumns = []string{"quota", "gomaxprocs", "handler", "neighbours", "load", "factor", "mode", "capacity_rps",
 	"offered_rps", "goodput_rps", "goodput_per_capacity", "total", "ok", "shed", "timeouts", "errors", "shed_frac",
 	"timeout_frac", "error_frac", "p50_ms", "p99_ms", "unloaded_p99_ms", "p99_ratio", "cpu_cores", "cpu_reach",
-	"cpu_frac", "driver_cpu_cores", "first_shed_ms", "step_p99_ms", "onset_total", "onset_timeouts", "onset_p99_ms", "goals_missed"}
+	"cpu_frac", "driver_cpu_cores", "first_shed_ms", "step_p99_ms", "drop_shed_frac", "drop_last_shed_ms", "onset_total", "onset_timeouts", "onset_p99_ms", "goals_missed"}
 
 func tsvFields(r row) []string {
 	f := func(v float64) string { return strconv.FormatFloat(v, 'g', 6, 64) }
@@ -87,8 +88,16 @@ func tsvFields(r row) []string {
 		f(r.capacity), f(r.o.Offered), f(r.o.Goodput), f(r.goodputFrac()), strconv.Itoa(r.o.Total), strconv.Itoa(r.o.OK),
 		strconv.Itoa(r.o.Shed), strconv.Itoa(r.o.Timeouts), strconv.Itoa(r.o.Errors), f(r.o.ShedFrac()),
 		f(r.o.TimeoutFrac()), f(r.o.ErrFrac()), ms(r.o.P50), ms(r.o.P99), ms(r.unloadedP99), opt(r.p99Ratio()),
-		f(r.cpu), f(r.reach()), f(r.cpuFrac()), f(r.driverCPU), ms(r.firstShed), ms(r.stepP99), strconv.Itoa(r.onset.Total),
+		f(r.cpu), f(r.reach()), f(r.cpuFrac()), f(r.driverCPU), ms(r.firstShed), ms(r.stepP99), stepOnly(r, f(r.dropShed)), ms(r.lastShed), strconv.Itoa(r.onset.Total),
 		strconv.Itoa(r.onset.Timeouts), ms(r.onset.P99), goals}
+}
+
+// stepOnly is v on a step's row, and empty on any other.
+func stepOnly(r row, v string) string {
+	if r.load != loadStep {
+		return ""
+	}
+	return v
 }
 
 // tsvWriter writes rows as tab-separated lines under a header line.

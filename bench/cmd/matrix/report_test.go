@@ -20,6 +20,7 @@ func TestTSVWriter(t *testing.T) {
 	}
 	s := overloadRow()
 	s.load, s.mode, s.firstShed, s.stepP99, s.unloadedP99 = loadStep, "plain", 42*time.Millisecond, 0, 0
+	s.dropShed, s.lastShed = 0.125, 1300*time.Millisecond
 	if err := w.add(s); err != nil {
 		t.Fatal(err)
 	}
@@ -46,12 +47,13 @@ func TestTSVWriter(t *testing.T) {
 		"load": "2", "factor": "2", "mode": "loadshed", "capacity_rps": "1000", "offered_rps": "2000", "goodput_rps": "850",
 		"goodput_per_capacity": "0.85", "total": "20000", "ok": "8500", "shed": "11500", "timeouts": "0", "shed_frac": "0.575",
 		"p99_ms": "50", "unloaded_p99_ms": "10", "p99_ratio": "5", "cpu_cores": "0.9", "cpu_reach": "1", "cpu_frac": "0.9",
-		"first_shed_ms": "", "goals_missed": "p99 9×; CPU 0.5"} {
+		"first_shed_ms": "", "drop_shed_frac": "", "drop_last_shed_ms": "", "goals_missed": "p99 9×; CPU 0.5"} {
 		if got := rows[0][col]; got != want {
 			t.Errorf("row 0, %s: %q, want %q", col, got, want)
 		}
 	}
 	for col, want := range map[string]string{"load": "step", "mode": "plain", "first_shed_ms": "42", "step_p99_ms": "",
+		"drop_shed_frac": "0.125", "drop_last_shed_ms": "1300",
 		"p99_ratio": "", "unloaded_p99_ms": "", "goals_missed": ""} {
 		if got := rows[1][col]; got != want {
 			t.Errorf("row 1, %s: %q, want %q", col, got, want)

@@ -25,6 +25,9 @@ type Outcome struct {
 	// FirstShed is how long after the start of the part the first 503 of a request sent in it came back; 0:
 	// none did.
 	FirstShed time.Duration
+	// LastShed is how long after the start of the part the last 503 of a request sent in it came back; 0: none
+	// did.
+	LastShed time.Duration
 }
 
 // ShedFrac is the share of requests shed (503).
@@ -139,7 +142,7 @@ type summary struct {
 	start, end                       time.Time
 	ok                               []time.Duration
 	total, shed, timeouts, errs, win int
-	firstShed                        time.Duration
+	firstShed, lastShed              time.Duration
 }
 
 func (s *summary) add(r *vegeta.Result) {
@@ -155,6 +158,9 @@ func (s *summary) add(r *vegeta.Result) {
 		if at := r.End().Sub(s.start); s.firstShed == 0 || at < s.firstShed {
 			s.firstShed = max(at, time.Nanosecond)
 		}
+		if at := r.End().Sub(s.start); at > s.lastShed {
+			s.lastShed = at
+		}
 	case r.Code == 0 && isTimeout(r.Error):
 		s.timeouts++
 	default:
@@ -165,7 +171,7 @@ func (s *summary) add(r *vegeta.Result) {
 func (s *summary) outcome(rate float64, d time.Duration) Outcome {
 	slices.Sort(s.ok)
 	o := Outcome{Offered: rate, Total: s.total, OK: len(s.ok), Shed: s.shed, Timeouts: s.timeouts, Errors: s.errs,
-		FirstShed: s.firstShed}
+		FirstShed: s.firstShed, LastShed: s.lastShed}
 	if d > 0 {
 		o.Goodput = float64(s.win) / d.Seconds()
 	}

@@ -20,9 +20,9 @@ func TestSummary(t *testing.T) {
 	for i := range 100 {
 		s.add(at(0, 200, time.Duration(i+1)*time.Millisecond, "")) // 1..100 ms, all finished in the window
 	}
-	s.add(at(900*time.Millisecond, 200, 500*time.Millisecond, "")) // finished after the window: not goodput
-	s.add(at(0, 503, time.Millisecond, "503 Service Unavailable"))
-	s.add(at(0, 503, time.Millisecond, "503 Service Unavailable"))
+	s.add(at(900*time.Millisecond, 200, 500*time.Millisecond, ""))                      // finished after the window: not goodput
+	s.add(at(300*time.Millisecond, 503, 2*time.Millisecond, "503 Service Unavailable")) // the last shed
+	s.add(at(0, 503, time.Millisecond, "503 Service Unavailable"))                      // the first
 	s.add(at(0, 0, 10*time.Second, `Get "http://127.0.0.1:1/work": context deadline exceeded (Client.Timeout exceeded while awaiting headers)`))
 	s.add(at(0, 0, 10*time.Second, `Get "http://127.0.0.1:1/work": net/http: request canceled (Client.Timeout exceeded while reading body)`))
 	s.add(at(0, 0, time.Second, `Get "http://127.0.0.1:1/work": dial tcp 127.0.0.1:1: i/o timeout`))
@@ -31,7 +31,8 @@ func TestSummary(t *testing.T) {
 
 	got := s.outcome(108, time.Second)
 	want := Outcome{Offered: 108, Goodput: 100, Total: 108, OK: 101, Shed: 2, Timeouts: 3, Errors: 2,
-		P50: 51 * time.Millisecond, P99: 100 * time.Millisecond, FirstShed: time.Millisecond}
+		P50: 51 * time.Millisecond, P99: 100 * time.Millisecond, FirstShed: time.Millisecond,
+		LastShed: 302 * time.Millisecond}
 	if got != want {
 		t.Fatalf("got  %+v\nwant %+v", got, want)
 	}

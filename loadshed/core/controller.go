@@ -77,6 +77,10 @@ type Controller struct {
 	finished uint64
 	elapsed  time.Duration
 	work     atomic.Int64
+	// decided is the requests decided since the previous reading, as the Engine last told; rate their average
+	// rate per second over the readings before (see arrivals), -1 before the first.
+	decided uint64
+	rate    float64
 }
 
 // The defaults of NewController.
@@ -87,8 +91,9 @@ const (
 	// twice its quota sheds 10 % more at every reading; one at half of Target lets 5 % more in.
 	settleGain  = 0.1
 	settleFloor = 0.01 // the smallest share of ordinary requests admitted: below it, all are shed
-	// workMemory is the weight of a new reading in the average CPU time a request takes.
-	workMemory = 0.25
+	// readingWeight is the weight of a new reading in the Controller's averages: the CPU time a request takes
+	// and the rate requests arrive at.
+	readingWeight = 0.25
 )
 
 // controllerDefaultPolicy is the band a Controller uses until an Engine gives it its own: the adapters' defaults.
@@ -107,7 +112,8 @@ func NewController(utilisation, latency Signal, target float64) *Controller {
 	if !(target > 0) || target > 2 {
 		panic(fmt.Sprintf("loadshed: NewController target must be in (0, 2], got %v", target))
 	}
-	s := &Controller{util: utilisation, latency: latency, target: target, policy: controllerDefaultPolicy, admit: 1}
+	s := &Controller{util: utilisation, latency: latency, target: target, policy: controllerDefaultPolicy, admit: 1,
+		rate: -1}
 	s.names, s.last = newReadings(s.Signals())
 	s.admitted.Store(math.Float64bits(1))
 	s.bindLatencies(latency)
@@ -232,11 +238,17 @@ func (s *Controller) Load() (float64, error) {
 		s.used, e = lat, lat-1
 	}
 	queued := latOK && lat >= 1
-	if queued && s.queued && (s.used >= s.target || !s.throttled()) {
+	throttled := s.throttled()
+	if queued && s.queued && (s.used >= s.target || !throttled) {
 		e = max(e, lat-1)
 	}
 	s.queued = queued
-	s.step(min(max(e, -1), 1))
+	rate, before := s.arrivals()
+	if f := s.liftBy(util, utilErr == nil && !queued && !throttled, rate, before); f > 1 {
+		s.lift(f)
+	} else {
+		s.step(min(max(e, -1), 1))
+	}
 	if latOK {
 		reading = max(reading, lat)
 	}
@@ -259,6 +271,48 @@ func (s *Controller) step(e float64) {
 	}
 }
 
+// arrivals is the rate requests arrived at since the previous reading (those decided, per second) and their
+// average rate over the readings before it; either is -1 while unknown (no Engine tells the Controller its
+// decisions, or no time elapsed). It adds this reading's rate to the average.
+func (s *Controller) arrivals() (rate, before float64) {
+	rate, before = -1, s.rate
+	if s.elapsed > 0 {
+		rate = float64(s.decided) / s.elapsed.Seconds()
+		if s.rate < 0 {
+			s.rate = rate
+		} else {
+			s.rate += readingWeight * (rate - s.rate)
+		}
+	}
+	return rate, before
+}
+
+// liftBy is the factor a reading lifts the admitted share by, 1 or less for none. Fewer requests arriving is the
+// end of an overload, which the ordinary step meets only by a tenth of the shortfall per reading: a process
+// that sheds at 3 times its capacity and then gets half of it uses a sixth of its CPU and sheds for hundreds of
+// milliseconds. So a reading that finds the process using less than half of Target (clear of a reading's noise),
+// with no queue and no throttling (a CPU it does not get, or a quota's freeze, is not idle), while the requests
+// arrive at a lower rate than they did, raises the share admitted by the fall of that rate, up to what would
+// hold Target: the requests admitted per second stay what the CPU served before, at most.
+func (s *Controller) liftBy(util float64, idle bool, rate, before float64) float64 {
+	shedding := s.admit < 1 || s.crit > 0
+	if !idle || !shedding || !(util < s.target/2) || rate < 0 || !(rate < before) {
+		return 1
+	}
+	f := s.target / util // +Inf for a CPU at rest
+	if rate > 0 {
+		f = min(f, before/rate)
+	}
+	return f
+}
+
+// lift raises the admitted share by f > 1, critical requests shed no more.
+func (s *Controller) lift(f float64) {
+	s.crit = 0
+	s.admit = min(s.admit*f, 1)
+	s.share = 1 - s.admit
+}
+
 // observe tells the Controller what happened since its previous reading, before it reads again: how many requests
 // were admitted and rejected (the run queues among its signals count by the share admitted, or in full when no
 // request was decided), how many finished, and how long ago that reading was (with the utilisation it reads, they
@@ -272,7 +326,7 @@ func (s *Controller) observe(admitted, rejected, finished uint64, elapsed time.D
 	s.admitted.Store(math.Float64bits(share))
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.finished, s.elapsed = finished, elapsed
+	s.decided, s.finished, s.elapsed = admitted+rejected, finished, elapsed
 }
 
 // learnWork averages the CPU time a request took over the last reading, the CPU a utilisation of util stands for
@@ -287,7 +341,7 @@ func (s *Controller) learnWork(util float64) {
 	}
 	sample := util * c.Capacity() * float64(s.elapsed) / float64(s.finished)
 	if prev := s.work.Load(); prev > 0 {
-		sample = float64(prev) + workMemory*(sample-float64(prev))
+		sample = float64(prev) + readingWeight*(sample-float64(prev))
 	}
 	s.work.Store(int64(sample))
 }

@@ -640,3 +640,104 @@ func TestControllerAllowsTheWaitBehindOneRequest(t *testing.T) {
 		t.Fatalf("a Controller over another utilisation learned work %v (%v), want 0", other.Work(), err)
 	}
 }
+
+// overloaded is a Controller over a throttling utilisation and a latency that has shed for readings at error 1,
+// told by observe that rate requests a second arrived in each 20 ms reading: it admits exp(-Gain × readings),
+// down to its floor.
+func overloaded(t *testing.T, rate float64, readings int) (*Controller, *throttling, *named) {
+	t.Helper()
+	u, l := &throttling{named: named{name: "cpu", load: 2}}, &named{name: "lat"}
+	s := NewController(u, l, 0)
+	bindController(s, testPolicy)
+	for range readings {
+		reading(t, s, rate)
+	}
+	if want := 1 - math.Exp(-settleGain*float64(readings)); want < 1-settleFloor && math.Abs(s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v after %d readings at twice Target, want %v", s.Share(), readings, want)
+	}
+	return s, u, l
+}
+
+// reading tells s that rate requests a second arrived over a 20 ms reading (admitted at its share), then reads.
+func reading(t *testing.T, s *Controller, rate float64) {
+	t.Helper()
+	const d = 20 * time.Millisecond
+	n := rate * d.Seconds()
+	admitted := math.Round(n * (1 - min(s.Share(), 1)))
+	s.observe(uint64(admitted), uint64(math.Round(n)-admitted), 0, d)
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func TestControllerLiftsTheShareWhenTheOverloadEnds(t *testing.T) {
+	T := DefaultControlTarget
+	const fast = 3000.0 // requests a second while it shed
+	admitted := math.Exp(-settleGain * 23)
+	// The ordinary step after the same reading: the utilisation's shortfall, a tenth of it per reading.
+	stepped := func(util float64) float64 { return 1 - admitted*math.Exp(-settleGain*(util/T-1)) }
+	tests := []struct {
+		name      string
+		rate      float64 // requests a second after the overload
+		util, lat float64
+		throttled bool
+		want      float64 // the share shed after one reading
+	}{
+		// A sixth of the requests arrive: six times the share is admitted, the requests admitted per second stay.
+		{"a sixth of the rate", fast / 6, 0.1, 0, false, 1 - 6*admitted},
+		// The lift holds Target at most: a sixth of the rate at a CPU at a quarter of Target lifts by four.
+		{"bounded by Target", fast / 6, T / 4, 0, false, 1 - 4*admitted},
+		// No request arrives and the CPU rests: nothing is shed.
+		{"nothing arrives", 0, 0, 0, false, 0},
+		// The neighbours of each condition: only the ordinary step.
+		{"the same rate", fast, 0.1, 0, false, stepped(0.1)},
+		{"a higher rate", 2 * fast, 0.1, 0, false, stepped(0.1)},
+		{"half of Target", fast / 6, T / 2, 0, false, stepped(T / 2)},
+		{"a queue", fast / 6, 0.1, 1, false, stepped(0.1)},
+		{"throttled", fast / 6, 0.1, 0, true, stepped(0.1)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s, u, l := overloaded(t, fast, 23)
+			u.load, u.throttled, l.load = tt.util, tt.throttled, tt.lat
+			reading(t, s, tt.rate)
+			if math.Abs(s.Share()-tt.want) > 1e-9 {
+				t.Fatalf("share %v, want %v", s.Share(), tt.want)
+			}
+		})
+	}
+}
+
+func TestControllerLiftsNothingWithoutTheRate(t *testing.T) {
+	// Read by anything but an Engine, the Controller knows no rate: a CPU at rest moves the share by the ordinary
+	// step only.
+	u, l := &named{name: "cpu", load: 2}, &named{name: "lat"}
+	s := NewController(u, l, 0)
+	for range 10 {
+		if _, err := s.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	before := 1 - s.Share()
+	u.load = 0
+	if _, err := s.Load(); err != nil {
+		t.Fatal(err)
+	}
+	if want := 1 - before*math.Exp(settleGain); math.Abs(s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v, want %v (the ordinary step)", s.Share(), want)
+	}
+}
+
+func TestControllerLiftsTheCriticalShareFirst(t *testing.T) {
+	// Shedding every ordinary request and some critical ones, a fall of the rate sheds no critical request and
+	// lifts the ordinary share from its floor.
+	s, u, _ := overloaded(t, 10000, 60)
+	if s.Share() <= 1 {
+		t.Fatalf("share %v after 60 readings at twice Target, want critical requests shed too", s.Share())
+	}
+	u.load = 0.05
+	reading(t, s, 1000)
+	if want := 1 - settleFloor*10; math.Abs(s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v after the rate fell tenfold, want %v", s.Share(), want)
+	}
+}

@@ -287,16 +287,18 @@ func (s *Controller) arrivals() (rate, before float64) {
 	return rate, before
 }
 
-// liftBy is the factor a reading lifts the admitted share by, 1 or less for none. Fewer requests arriving is the
-// end of an overload, which the ordinary step meets only by a tenth of the shortfall per reading: a process
+// liftBy is the factor a reading lifts the admitted share by, 1 or less for none. Far fewer requests arriving is
+// the end of an overload, which the ordinary step meets only by a tenth of the shortfall per reading: a process
 // that sheds at 3 times its capacity and then gets half of it uses a sixth of its CPU and sheds for hundreds of
 // milliseconds. So a reading that finds the process using less than half of Target (clear of a reading's noise),
 // with no queue and no throttling (a CPU it does not get, or a quota's freeze, is not idle), while the requests
-// arrive at a lower rate than they did, raises the share admitted by the fall of that rate, up to what would
-// hold Target: the requests admitted per second stay what the CPU served before, at most.
+// arrive at less than 1/rateShift of the rate they did, raises the share admitted by the fall of that rate, up to
+// what would hold Target: the requests admitted per second stay what the CPU served before, at most. A smaller
+// fall is the rate's own noise from one reading to the next, as in a process that shares its CPUs with a busier
+// one and still sheds: lifting there admits what the next readings must shed again.
 func (s *Controller) liftBy(util float64, idle bool, rate, before float64) float64 {
 	shedding := s.admit < 1 || s.crit > 0
-	if !idle || !shedding || !(util < s.target/2) || rate < 0 || !(rate < before) {
+	if !idle || !shedding || !(util < s.target/2) || rate < 0 || !(rateShift*rate < before) {
 		return 1
 	}
 	f := s.target / util // +Inf for a CPU at rest

@@ -689,9 +689,13 @@ func TestControllerLiftsTheShareWhenTheOverloadEnds(t *testing.T) {
 		{"bounded by Target", fast / 6, T / 4, 0, false, 1 - 4*admitted},
 		// No request arrives and the CPU rests: nothing is shed.
 		{"nothing arrives", 0, 0, 0, false, 0},
+		// Past the shift the lift is the fall of the rate.
+		{"two fifths of the rate", fast / 2.5, 0.1, 0, false, 1 - 2.5*admitted},
 		// The neighbours of each condition: only the ordinary step.
 		{"the same rate", fast, 0.1, 0, false, stepped(0.1)},
 		{"a higher rate", 2 * fast, 0.1, 0, false, stepped(0.1)},
+		{"half of the rate", fast / rateShift, 0.1, 0, false, stepped(0.1)},
+		{"a little less", fast * 0.9, 0.1, 0, false, stepped(0.1)},
 		{"half of Target", fast / 6, T / 2, 0, false, stepped(T / 2)},
 		{"a queue", fast / 6, 0.1, 1, false, stepped(0.1)},
 		{"throttled", fast / 6, 0.1, 0, true, stepped(0.1)},

@@ -77,6 +77,11 @@ func newPace(interval, idle time.Duration, lower float64) pace {
 	return pace{interval: interval, idle: idle, quiet: lower / 2, wait: interval, rate: -1}
 }
 
+// rateShift is the change in the rate requests arrive at that tells a surge (a rate more than rateShift times the
+// one before) or the end of an overload (less than 1/rateShift of it, see Controller): readings an Interval apart
+// see the rate of a steady load move by less.
+const rateShift = 2
+
 // dueMinRequests is the fewest requests that make a reading due before its wait is over: a handful of requests
 // is no surge.
 const dueMinRequests = 8
@@ -94,7 +99,7 @@ func (p *pace) next(now time.Time, admitted, rejected uint64, load, reading floa
 	if !p.at.IsZero() && elapsed > 0 {
 		rate = float64(newAdmitted+newRejected) / elapsed.Seconds()
 	}
-	surge := p.rate >= 0 && rate > 2*p.rate && newAdmitted+newRejected >= dueMinRequests
+	surge := p.rate >= 0 && rate > rateShift*p.rate && newAdmitted+newRejected >= dueMinRequests
 	wait = p.interval
 	if !woken && !surge && load < p.quiet && reading < p.quiet && p.idle > p.interval {
 		wait = min(2*p.wait, p.idle)

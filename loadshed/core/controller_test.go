@@ -745,3 +745,165 @@ func TestControllerLiftsTheCriticalShareFirst(t *testing.T) {
 		t.Fatalf("share %v after the rate fell tenfold, want %v", s.Share(), want)
 	}
 }
+
+// surging is a Controller over one fake CPU of capacity cpus that has served rate requests a second of 1 ms of
+// CPU each for ten 20 ms readings, shedding nothing, and a read that tells it one more reading: the requests
+// decided and finished per second, the CPU they used, and the runnable goroutines the runtime counts after it.
+type surging struct {
+	s         *Controller
+	runnable  uint64
+	metric    bool   // whether the runtime has the run-queue metric
+	throttles uint64 // the periods a quota throttled the group, as its cpu.stat counts them
+	read      func(t *testing.T, decided float64, util float64)
+}
+
+func newSurging(t *testing.T, cpus, rate float64) *surging {
+	t.Helper()
+	now := time.Unix(1000, 0)
+	clock := func() time.Time { return now }
+	var used time.Duration
+	g := &surging{metric: true}
+	c := &CPU{capacity: cpus, usage: func() (time.Duration, error) { return used, nil }, now: clock,
+		sleep: func(time.Duration) {}, throttle: func() (uint64, error) { return g.throttles, nil }}
+	g.s = NewController(c, &named{name: "lat"}, 0)
+	g.s.runnable = func() (uint64, bool) { return g.runnable, g.metric }
+	bindController(g.s, testPolicy)
+	const d = 20 * time.Millisecond
+	g.read = func(t *testing.T, decided, util float64) {
+		t.Helper()
+		now = now.Add(d)
+		used += time.Duration(util * cpus * float64(d))
+		n := uint64(math.Round(decided * d.Seconds()))
+		admitted := uint64(math.Round(float64(n) * (1 - min(g.s.Share(), 1))))
+		g.s.observe(admitted, n-admitted, admitted, d)
+		if _, err := g.s.Load(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	for range 10 {
+		g.read(t, rate, rate*0.001/cpus)
+	}
+	if g.s.Share() != 0 || math.Abs(g.s.Work().Seconds()-0.001) > 1e-5 {
+		t.Fatalf("after the quiet readings: share %v, work %v; want 0 and 1ms", g.s.Share(), g.s.Work())
+	}
+	return g
+}
+
+func TestControllerCutsTheShareToWhatFitsAtTheOnset(t *testing.T) {
+	T := DefaultControlTarget
+	// 250 requests a second of 1 ms on one CPU, then 2,900 a second arrive: the CPU decides about what it can
+	// serve (900 a second) and the other 2,000 a second wait as runnable goroutines, 40 more each 20 ms reading.
+	// The share admitted is cut at once to what the CPU serves at Target: 0.97 / (2,900 × 1 ms).
+	g := newSurging(t, 1, 250)
+	g.runnable = 40
+	g.read(t, 900, 1)
+	if want := 1 - T/(2900*g.s.Work().Seconds()); math.Abs(g.s.Share()-want) > 1e-9 || g.s.Share() < 0.6 {
+		t.Fatalf("share %v at the onset of a 3× overload, want %v", g.s.Share(), want)
+	}
+	// The next reading, with the queue no longer growing, moves it by the ordinary step only.
+	before := 1 - g.s.Share()
+	g.read(t, 900, 1)
+	if want := 1 - before*math.Exp(-settleGain*(1/T-1)); math.Abs(g.s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v the reading after, want %v (the ordinary step)", g.s.Share(), want)
+	}
+
+	// A process that already sheds is past its onset: a jump of its run queue (a thread woken from a freeze finds
+	// what arrived meanwhile) moves the share by the ordinary step.
+	g = newSurging(t, 1, 250)
+	for range 8 {
+		g.read(t, 900, 2)
+	}
+	shed := g.s.Share()
+	if shed < 0.5 {
+		t.Fatalf("share %v after eight readings at twice Target, want over 0.5", shed)
+	}
+	g.runnable = 200
+	g.read(t, 900, 2) // twice Target: an error clipped to 1
+	if want := 1 - (1-shed)*math.Exp(-settleGain); math.Abs(g.s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v after a jump of the run queue while shedding, want %v (the ordinary step)", g.s.Share(), want)
+	}
+
+	// A quota's freeze: the reading it stopped the process in, and the one after, when the netpoller makes
+	// runnable what arrived meanwhile, are not an onset; the reading after those is.
+	g = newSurging(t, 1, 250)
+	g.throttles++
+	g.runnable = 40
+	g.read(t, 900, 1)
+	g.runnable = 80
+	g.read(t, 900, 1)
+	if want := max(1-math.Exp(-2*settleGain*(1/T-1)), 0); math.Abs(g.s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v over a freeze and the reading after it, want %v (two ordinary steps)", g.s.Share(), want)
+	}
+	g.runnable = 120
+	g.read(t, 900, 1)
+	if g.s.Share() < 0.5 {
+		t.Fatalf("share %v once the surge outlasts the freeze, want it cut to what fits", g.s.Share())
+	}
+
+	// The neighbours: the ordinary step alone, from a share of 0.
+	step := func(util float64) float64 { return max(1-math.Exp(-settleGain*(util/T-1)), 0) }
+	tests := []struct {
+		name     string
+		cpus     float64
+		decided  float64
+		runnable uint64
+		util     float64
+		metric   bool
+		want     float64
+	}{
+		// Twice the rate or less is a steady load's noise, however little fits.
+		{"twice the rate", 1, 500, 0, 1, true, step(1)},
+		// What fits is more than half of what is admitted: two CPUs serve 1,940 of the 2,900 requests a second.
+		{"half fits", 2, 900, 40, 0.5, true, step(0.5)},
+		// A CPU under half of Target is not overloaded yet.
+		{"CPU with room", 1, 900, 40, 0.4, true, step(0.4)},
+		// Without the runtime's run queue only the requests decided count: 900 a second fit.
+		{"no run-queue metric", 1, 900, 40, 1, false, step(1)},
+		// A shrinking run queue takes nothing below 0 arrivals.
+		{"the queue drains", 1, 250, 0, 0.25, true, step(0.25)},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			g := newSurging(t, tt.cpus, 250)
+			g.runnable, g.metric = tt.runnable, tt.metric
+			g.read(t, tt.decided, tt.util)
+			if math.Abs(g.s.Share()-tt.want) > 1e-9 {
+				t.Fatalf("share %v, want %v (the ordinary step)", g.s.Share(), tt.want)
+			}
+		})
+	}
+}
+
+func TestControllerCutsNothingBeforeItKnowsARequestsCost(t *testing.T) {
+	// A surge before any request finished: no CPU time of a request is known, and the share moves as it does
+	// without a surge, by the ordinary step alone.
+	run := func(surge bool) float64 {
+		now := time.Unix(1000, 0)
+		var used time.Duration
+		c := &CPU{capacity: 1, usage: func() (time.Duration, error) { return used, nil },
+			now: func() time.Time { return now }, sleep: func(time.Duration) {}}
+		s := NewController(c, &named{name: "lat"}, 0)
+		var runnable uint64
+		s.runnable = func() (uint64, bool) { return runnable, true }
+		for i := range 12 {
+			now = now.Add(20 * time.Millisecond)
+			used += 20 * time.Millisecond
+			decided := uint64(5)
+			if surge && i == 11 {
+				decided, runnable = 60, 100
+			}
+			s.observe(decided, 0, 0, 20*time.Millisecond)
+			if _, err := s.Load(); err != nil {
+				t.Fatal(err)
+			}
+		}
+		if s.Work() != 0 {
+			t.Fatalf("work %v with nothing finished, want 0", s.Work())
+		}
+		return s.Share()
+	}
+	quiet, surged := run(false), run(true)
+	if quiet <= 0 || surged != quiet {
+		t.Fatalf("share %v after a surge with no request's cost known, want %v (the ordinary step, above 0)", surged, quiet)
+	}
+}

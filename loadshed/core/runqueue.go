@@ -69,15 +69,20 @@ func NewRunQueue(target float64) *RunQueue {
 	if !(target >= 0) || math.IsInf(target, 1) {
 		panic(fmt.Sprintf("loadshed: NewRunQueue target must be a finite number >= 0, got %v", target))
 	}
+	return newRunQueue(target, runnableReader(), func() int { return runtime.GOMAXPROCS(0) }, time.Now)
+}
+
+// runnableReader returns a reader of the runtime's count of runnable goroutines, for one caller at a time; ok
+// is false when the runtime has no such metric.
+func runnableReader() func() (runnable uint64, ok bool) {
 	sample := []rtmetrics.Sample{{Name: runQueueMetric}}
-	read := func() (uint64, bool) {
+	return func() (uint64, bool) {
 		rtmetrics.Read(sample)
 		if sample[0].Value.Kind() != rtmetrics.KindUint64 {
 			return 0, false
 		}
 		return sample[0].Value.Uint64(), true
 	}
-	return newRunQueue(target, read, func() int { return runtime.GOMAXPROCS(0) }, time.Now)
 }
 
 func newRunQueue(target float64, read func() (uint64, bool), procs func() int, now func() time.Time) *RunQueue {

@@ -357,9 +357,12 @@ func (s *Controller) arrived(rate float64) float64 {
 // the queue grows by two requests for each one served meanwhile (the first second's p99 was 164–1,428 ms, 80
 // times the unloaded one or more). The onset is the mirror of the end (see liftBy): a reading of a process
 // that sheds at most one step's worth (it admits e^−Gain of ordinary requests or more, and no critical one is
-// shed), with the CPU at half of Target or more (counts: read, and no quota's freeze in it or the one before),
-// while requests arrive at more than rateShift times their average rate and what fits is less than 1/rateShift
-// of what is admitted, cuts the share at once to what fits. A smaller shift is the readings' own noise, which the ordinary step
+// shed), with the CPU at Target or more (counts: read, and no quota's freeze in it or the one before), while
+// at least dueMinRequests requests arrive in it, at more than rateShift times their average rate, and what
+// fits is less than 1/rateShift of what is admitted, cuts the share at once to what fits. A CPU under Target
+// is not overloaded, whatever the estimate says: the CPU time of a request is the process's CPU over the
+// requests that finished, and a process starting up, or one whose other work uses the CPU, has few requests to
+// share it among. A smaller shift is the readings' own noise, which the ordinary step
 // follows. A process that already sheds is past its onset: there the arrivals' estimate is what wrongs it. Its
 // run queue jumps whenever its threads were stopped (a quota's freeze, a busy host, a long pause) and its
 // netpoller makes runnable at once what arrived meanwhile, in the reading after a freeze; cut on those jumps,
@@ -368,7 +371,8 @@ func (s *Controller) surgeFit(util float64, counts bool, arrived, before float64
 	c, isCPU := s.util.(*CPU)
 	work := time.Duration(s.work.Load())
 	onset := s.crit == 0 && s.admit >= math.Exp(-settleGain)
-	if !onset || !counts || !isCPU || work <= 0 || !(util >= s.target/2) || !(before > 0) ||
+	many := arrived*s.elapsed.Seconds() >= dueMinRequests
+	if !onset || !counts || !isCPU || work <= 0 || !(util >= s.target) || !many || !(before > 0) ||
 		!(arrived > rateShift*before) {
 		return 0
 	}

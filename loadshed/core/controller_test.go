@@ -855,8 +855,9 @@ func TestControllerCutsTheShareToWhatFitsAtTheOnset(t *testing.T) {
 		{"twice the rate", 1, 500, 0, 1, true, step(1)},
 		// What fits is more than half of what is admitted: two CPUs serve 1,940 of the 2,900 requests a second.
 		{"half fits", 2, 900, 40, 0.5, true, step(0.5)},
-		// A CPU under half of Target is not overloaded yet.
+		// A CPU under Target is not overloaded yet, whatever the arrivals.
 		{"CPU with room", 1, 900, 40, 0.4, true, step(0.4)},
+		{"CPU just under Target", 1, 900, 40, 0.95, true, step(0.95)},
 		// Without the runtime's run queue only the requests decided count: 900 a second fit.
 		{"no run-queue metric", 1, 900, 40, 1, false, step(1)},
 		// A shrinking run queue takes nothing below 0 arrivals.

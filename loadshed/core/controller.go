@@ -252,10 +252,11 @@ func (s *Controller) Load() (float64, error) {
 	s.queued = queued
 	rate, before := s.arrivals()
 	arrived := s.arrived(rate)
-	defer func() { s.thawed = throttled }()
+	thawed := s.thawed
+	s.thawed = throttled
 	if f := s.liftBy(util, utilErr == nil && !queued && !throttled, rate, before); f > 1 {
 		s.lift(f)
-	} else if fit := s.surgeFit(util, utilErr == nil && !throttled && !s.thawed, arrived, before); fit > 0 {
+	} else if fit := s.surgeFit(util, utilErr == nil && !throttled && !thawed, arrived, before); fit > 0 {
 		s.cut(fit)
 	} else {
 		s.step(min(max(e, -1), 1))
@@ -362,8 +363,8 @@ func (s *Controller) arrived(rate float64) float64 {
 // fits is less than 1/rateShift of what is admitted, cuts the share at once to what fits. A CPU under Target
 // is not overloaded, whatever the estimate says: the CPU time of a request is the process's CPU over the
 // requests that finished, and a process starting up, or one whose other work uses the CPU, has few requests to
-// share it among. A smaller shift is the readings' own noise, which the ordinary step
-// follows. A process that already sheds is past its onset: there the arrivals' estimate is what wrongs it. Its
+// share it among. A smaller shift is the readings' own noise, which the ordinary step follows. A process that
+// already sheds is past its onset: there the arrivals' estimate is what wrongs it. Its
 // run queue jumps whenever its threads were stopped (a quota's freeze, a busy host, a long pause) and its
 // netpoller makes runnable at once what arrived meanwhile, in the reading after a freeze; cut on those jumps,
 // two Ps on a 1-CPU quota at 2× used 0.81–0.96 of the quota, not 0.98.

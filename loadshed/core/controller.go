@@ -251,12 +251,12 @@ func (s *Controller) Load() (float64, error) {
 	}
 	s.queued = queued
 	rate, before := s.arrivals()
-	arrived := s.arrived(rate)
+	arrived, grew := s.arrived(rate)
 	thawed := s.thawed
 	s.thawed = throttled
 	if f := s.liftBy(util, utilErr == nil && !queued && !throttled, rate, before); f > 1 {
 		s.lift(f)
-	} else if fit := s.surgeFit(util, utilErr == nil && !throttled && !thawed, arrived, before); fit > 0 {
+	} else if fit := s.surgeFit(util, utilErr == nil && !throttled && !thawed, arrived, grew, before); fit > 0 {
 		s.cut(fit)
 	} else {
 		s.step(min(max(e, -1), 1))
@@ -325,59 +325,64 @@ func (s *Controller) liftBy(util float64, idle bool, rate, before float64) float
 	return f
 }
 
-// arrived is the rate requests arrived at since the previous reading, -1 while unknown: the rate of those decided
-// (rate, from arrivals) and of the growth of the run queue. A request is decided only once its goroutine runs, so
-// while every P is busy the requests decided per second are what the CPU gets through, whatever arrives; the
-// arrivals it has not reached yet wait as runnable goroutines. At GOMAXPROCS=1 a 3× overload is decided at about
-// the capacity in its first readings, and the rest of it shows only in the run queue, growing by two requests
-// for every one served.
-func (s *Controller) arrived(rate float64) float64 {
+// arrived is the rate requests arrived at since the previous reading, -1 while unknown, and the growth of the
+// run queue over that reading, in goroutines (0 while unknown): the rate of those decided (rate, from arrivals)
+// and of the growth of the run queue. A request is decided only once its goroutine runs, so while every P is
+// busy the requests decided per second are what the CPU gets through, whatever arrives; the arrivals it has not
+// reached yet wait as runnable goroutines. At GOMAXPROCS=1 a 3× overload is decided at about the capacity in
+// its first readings, and the rest of it shows only in the run queue, growing by two requests for every one
+// served.
+func (s *Controller) arrived(rate float64) (arrived, grew float64) {
 	var now float64
 	n, ok := s.runnable()
 	if ok {
 		now = float64(n)
 	}
-	grew := 0.0
 	if ok && s.waiting >= 0 && s.elapsed > 0 {
-		grew = (now - s.waiting) / s.elapsed.Seconds()
+		grew = now - s.waiting
 	}
 	s.waiting = -1
 	if ok {
 		s.waiting = now
 	}
 	if rate < 0 {
-		return -1
+		return -1, grew
 	}
-	return max(rate+grew, 0)
+	return max(rate+grew/s.elapsed.Seconds(), 0), grew
 }
 
 // surgeFit is the share of ordinary requests a reading admits at the onset of an overload, 0 for none: the share
-// of the arrivals that the CPU serves at Target, Target × its capacity over the arrivals' rate times the CPU
-// time a request takes. The ordinary step cuts the share by at most a tenth per reading: at 3× the capacity it
-// takes 11 readings (220 ms) to reach the third that fits, and at GOMAXPROCS=1, where no in-flight limit acts,
-// the queue grows by two requests for each one served meanwhile (the first second's p99 was 164–1,428 ms, 80
-// times the unloaded one or more). The onset is the mirror of the end (see liftBy): a reading of a process
-// that sheds at most one step's worth (it admits e^−Gain of ordinary requests or more, and no critical one is
-// shed), with the CPU at Target or more (counts: read, and no quota's freeze in it or the one before), while
-// at least dueMinRequests requests arrive in it, at more than rateShift times their average rate, and what
-// fits is less than 1/rateShift of what is admitted, cuts the share at once to what fits. A CPU under Target
-// is not overloaded, whatever the estimate says: the CPU time of a request is the process's CPU over the
-// requests that finished, and a process starting up, or one whose other work uses the CPU, has few requests to
-// share it among. A smaller shift is the readings' own noise, which the ordinary step follows. A process that
-// already sheds is past its onset: there the arrivals' estimate is what wrongs it. Its
-// run queue jumps whenever its threads were stopped (a quota's freeze, a busy host, a long pause) and its
-// netpoller makes runnable at once what arrived meanwhile, in the reading after a freeze; cut on those jumps,
-// two Ps on a 1-CPU quota at 2× used 0.81–0.96 of the quota, not 0.98.
-func (s *Controller) surgeFit(util float64, counts bool, arrived, before float64) float64 {
-	c, isCPU := s.util.(*CPU)
-	work := time.Duration(s.work.Load())
+// of the arrivals that the CPU serves at Target, the requests that finished in the reading over those that
+// arrived in it, times Target over the utilisation they took. The ordinary step cuts the share by at most a
+// tenth per reading: at 3× the capacity it takes 11 readings (220 ms) to reach the third that fits, and at
+// GOMAXPROCS=1, where no in-flight limit acts, the queue grows by two requests for each one served meanwhile
+// (the first second's p99 was 164–1,691 ms, 80 times the unloaded one or more). The onset is the mirror of the
+// end (see liftBy). It is a reading of a process that sheds at most one step's worth (it admits e^−Gain of
+// ordinary requests or more, and no critical one is shed), with the CPU at half of Target or more (counts: read,
+// and no quota's freeze in it or the one before), in which the run queue grew by dueMinRequests goroutines or
+// more, the requests arrive at more than rateShift times their average rate, and what fits is less than
+// 1/rateShift of what is admitted. It cuts the share at once to what fits. Each condition excludes a neighbour
+// that is no overload of the CPU:
+//   - A CPU under half of Target has room, whatever arrives (the end's own threshold).
+//   - A run queue that does not grow is no queue for the CPU: requests that wait on I/O, or a burst of them,
+//     are decided and sleep, and they finish later than they arrive; a process starting up, whose own work
+//     takes the CPU, serves its first requests as they come.
+//   - A smaller shift of the rate is the readings' own noise, which the ordinary step follows.
+//   - A process that already sheds is past its onset: there the arrivals' estimate is what wrongs it.
+//   - A quota's freeze: the process's run queue jumps whenever its threads were stopped (a freeze, a busy host, a
+//     long pause) and its netpoller makes runnable at once what arrived meanwhile, in the reading after a
+//     freeze. Cut on those jumps, two Ps on a 1-CPU quota at 2× used 0.81–0.96 of the quota, not 0.98.
+//
+// The requests served come from the reading itself, not from the average CPU time of a request: that average
+// holds what the process's CPU cost when few requests shared it, as at its start.
+func (s *Controller) surgeFit(util float64, counts bool, arrived, grew, before float64) float64 {
+	_, isCPU := s.util.(*CPU)
 	onset := s.crit == 0 && s.admit >= math.Exp(-settleGain)
-	many := arrived*s.elapsed.Seconds() >= dueMinRequests
-	if !onset || !counts || !isCPU || work <= 0 || !(util >= s.target) || !many || !(before > 0) ||
-		!(arrived > rateShift*before) {
+	if !onset || !counts || !isCPU || !(util >= s.target/2) || s.finished == 0 || s.elapsed <= 0 ||
+		!(grew >= dueMinRequests) || !(before > 0) || !(arrived > rateShift*before) {
 		return 0
 	}
-	fit := s.target * c.Capacity() / (arrived * work.Seconds())
+	fit := s.target / util * float64(s.finished) / (arrived * s.elapsed.Seconds())
 	if !(rateShift*fit < s.admit) {
 		return 0
 	}

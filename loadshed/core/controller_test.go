@@ -748,21 +748,29 @@ func TestControllerLiftsTheCriticalShareFirst(t *testing.T) {
 
 // surging is a Controller over one fake CPU of capacity cpus that has served rate requests a second of 1 ms of
 // CPU each for ten 20 ms readings, shedding nothing, and a read that tells it one more reading: the requests
-// decided and finished per second, the CPU they used, and the runnable goroutines the runtime counts after it.
+// decided per second (those admitted finish, or the share finish of them), the CPU they used, and the runnable
+// goroutines the runtime counts after it.
 type surging struct {
 	s         *Controller
 	runnable  uint64
-	metric    bool   // whether the runtime has the run-queue metric
-	throttles uint64 // the periods a quota throttled the group, as its cpu.stat counts them
+	metric    bool    // whether the runtime has the run-queue metric
+	throttles uint64  // the periods a quota throttled the group, as its cpu.stat counts them
+	finish    float64 // the share of the requests admitted that finish in the reading
 	read      func(t *testing.T, decided float64, util float64)
 }
 
 func newSurging(t *testing.T, cpus, rate float64) *surging {
 	t.Helper()
+	return newSurgingAt(t, cpus, rate, rate*0.001/cpus)
+}
+
+// newSurgingAt is newSurging with the CPU at util over the quiet readings, the process's own work beside them.
+func newSurgingAt(t *testing.T, cpus, rate, util float64) *surging {
+	t.Helper()
 	now := time.Unix(1000, 0)
 	clock := func() time.Time { return now }
 	var used time.Duration
-	g := &surging{metric: true}
+	g := &surging{metric: true, finish: 1}
 	c := &CPU{capacity: cpus, usage: func() (time.Duration, error) { return used, nil }, now: clock,
 		sleep: func(time.Duration) {}, throttle: func() (uint64, error) { return g.throttles, nil }}
 	g.s = NewController(c, &named{name: "lat"}, 0)
@@ -775,16 +783,16 @@ func newSurging(t *testing.T, cpus, rate float64) *surging {
 		used += time.Duration(util * cpus * float64(d))
 		n := uint64(math.Round(decided * d.Seconds()))
 		admitted := uint64(math.Round(float64(n) * (1 - min(g.s.Share(), 1))))
-		g.s.observe(admitted, n-admitted, admitted, d)
+		g.s.observe(admitted, n-admitted, uint64(math.Round(float64(admitted)*g.finish)), d)
 		if _, err := g.s.Load(); err != nil {
 			t.Fatal(err)
 		}
 	}
 	for range 10 {
-		g.read(t, rate, rate*0.001/cpus)
+		g.read(t, rate, util)
 	}
-	if g.s.Share() != 0 || math.Abs(g.s.Work().Seconds()-0.001) > 1e-5 {
-		t.Fatalf("after the quiet readings: share %v, work %v; want 0 and 1ms", g.s.Share(), g.s.Work())
+	if want := util * cpus / rate; g.s.Share() != 0 || math.Abs(g.s.Work().Seconds()-want) > want/100 {
+		t.Fatalf("after the quiet readings: share %v, work %v; want 0 and %vs", g.s.Share(), g.s.Work(), want)
 	}
 	return g
 }
@@ -793,11 +801,11 @@ func TestControllerCutsTheShareToWhatFitsAtTheOnset(t *testing.T) {
 	T := DefaultControlTarget
 	// 250 requests a second of 1 ms on one CPU, then 2,900 a second arrive: the CPU decides about what it can
 	// serve (900 a second) and the other 2,000 a second wait as runnable goroutines, 40 more each 20 ms reading.
-	// The share admitted is cut at once to what the CPU serves at Target: 0.97 / (2,900 × 1 ms).
+	// The share admitted is cut at once to what the CPU serves at Target: 0.97 × 900 / 2,900, the CPU full.
 	g := newSurging(t, 1, 250)
 	g.runnable = 40
 	g.read(t, 900, 1)
-	if want := 1 - T/(2900*g.s.Work().Seconds()); math.Abs(g.s.Share()-want) > 1e-9 || g.s.Share() < 0.6 {
+	if want := 1 - T*900/2900; math.Abs(g.s.Share()-want) > 1e-9 || g.s.Share() < 0.6 {
 		t.Fatalf("share %v at the onset of a 3× overload, want %v", g.s.Share(), want)
 	}
 	// The next reading, with the queue no longer growing, moves it by the ordinary step only.
@@ -853,11 +861,16 @@ func TestControllerCutsTheShareToWhatFitsAtTheOnset(t *testing.T) {
 	}{
 		// Twice the rate or less is a steady load's noise, however little fits.
 		{"twice the rate", 1, 500, 0, 1, true, step(1)},
-		// What fits is more than half of what is admitted: two CPUs serve 1,940 of the 2,900 requests a second.
+		// What fits is more than half of what is admitted: two CPUs at half their use serve 900 requests a second,
+		// and 1,746 at Target, of the 2,900 a second that arrive.
 		{"half fits", 2, 900, 40, 0.5, true, step(0.5)},
-		// A CPU under Target is not overloaded yet, whatever the arrivals.
-		{"CPU with room", 1, 900, 40, 0.4, true, step(0.4)},
-		{"CPU just under Target", 1, 900, 40, 0.95, true, step(0.95)},
+		// At half of Target, and 80 more runnable goroutines a reading, 0.97 × 900 / 0.5 of the 4,900 a second fit.
+		{"CPU at half of Target", 1, 900, 80, 0.5, true, 1 - T*900/0.5/4900},
+		// A CPU under half of Target has room, whatever the arrivals.
+		{"CPU with room", 1, 900, 80, 0.4, true, step(0.4)},
+		{"CPU just under half of Target", 1, 900, 80, 0.48, true, step(0.48)},
+		// 7 more runnable goroutines is no queue for the CPU, however few of the requests finish.
+		{"a run queue short of 8", 1, 4000, 7, 1, true, step(1)},
 		// Without the runtime's run queue only the requests decided count: 900 a second fit.
 		{"no run-queue metric", 1, 900, 40, 1, false, step(1)},
 		// A shrinking run queue takes nothing below 0 arrivals.
@@ -872,6 +885,39 @@ func TestControllerCutsTheShareToWhatFitsAtTheOnset(t *testing.T) {
 				t.Fatalf("share %v, want %v (the ordinary step)", g.s.Share(), tt.want)
 			}
 		})
+	}
+}
+
+func TestControllerCutsNothingForRequestsThatWait(t *testing.T) {
+	// A burst of requests that wait on I/O: 8 arrive in a reading, at 450 a second, and 1 of them finishes, while
+	// the process's other work holds its CPU at Target. They sleep, and the run queue does not grow: no cut.
+	g := newSurging(t, 1, 50)
+	g.finish = 1.0 / 8
+	g.runnable = 3
+	g.read(t, 450, 1)
+	if want := max(1-math.Exp(-settleGain*(1/DefaultControlTarget-1)), 0); math.Abs(g.s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v after a burst of requests that wait, want %v (the ordinary step)", g.s.Share(), want)
+	}
+	// The same burst of CPU-bound requests that queue for the one CPU: cut to the share served.
+	g = newSurging(t, 1, 50)
+	g.finish = 1.0 / 8
+	g.runnable = 8
+	g.read(t, 450, 1)
+	if want := 1 - DefaultControlTarget*1/(9+8); math.Abs(g.s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v after a burst that queues for the CPU, want %v", g.s.Share(), want)
+	}
+}
+
+func TestControllerCutsNothingForAStartingProcess(t *testing.T) {
+	// A process starting up: its own work holds its one CPU at 0.96 while it serves 250 requests a second, so the
+	// CPU time of a request averages 3.84 ms. Then 600 a second arrive and all are served as they come, while 8 of
+	// its own goroutines start: by the average, 3.84 CPUs' worth arrive, but of the 1,000 a second counted, 600
+	// are served. What fits is more than half: the ordinary step alone.
+	g := newSurgingAt(t, 1, 250, 0.96)
+	g.runnable = 8
+	g.read(t, 600, 0.96)
+	if want := max(1-math.Exp(-settleGain*(0.96/DefaultControlTarget-1)), 0); math.Abs(g.s.Share()-want) > 1e-9 {
+		t.Fatalf("share %v for a starting process, want %v (the ordinary step)", g.s.Share(), want)
 	}
 }
 

@@ -496,6 +496,9 @@ func TestARequestTakesTheReadingALateSamplerOwes(t *testing.T) {
 		if e.Admit(false) {
 			t.Fatal("the request after the reading was admitted at load 1")
 		}
+		// The request woke the sampler to take up the new wait; a request that finds it reading leaves the
+		// reading to it (see overdue), so the counts below start once it waits again.
+		synctest.Wait()
 
 		// Critical requests make no reading due: their count is not the ordinary one.
 		load.Set(0)

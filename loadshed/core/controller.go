@@ -378,7 +378,7 @@ func (s *Controller) arrived(rate float64) (arrived, grew float64) {
 func (s *Controller) surgeFit(util float64, counts bool, arrived, grew, before float64) float64 {
 	_, isCPU := s.util.(*CPU)
 	onset := s.crit == 0 && s.admit >= math.Exp(-settleGain)
-	if !onset || !counts || !isCPU || !(util >= s.target/2) || s.finished == 0 || s.elapsed <= 0 ||
+	if !onset || !counts || !isCPU || !(util >= s.target/2) || s.finished == 0 ||
 		!(grew >= dueMinRequests) || !(before > 0) || !(arrived > rateShift*before) {
 		return 0
 	}

@@ -747,7 +747,7 @@ func TestControllerLiftsTheCriticalShareFirst(t *testing.T) {
 }
 
 // surging is a Controller over one fake CPU of capacity cpus that has served rate requests a second of 1 ms of
-// CPU each for ten 20 ms readings, shedding nothing, and a read that tells it one more reading: the requests
+// CPU each (newSurgingAt: at a utilisation of its own) for ten 20 ms readings, shedding nothing, and a read that tells it one more reading: the requests
 // decided per second (those admitted finish, or the share finish of them), the CPU they used, and the runnable
 // goroutines the runtime counts after it.
 type surging struct {
@@ -922,8 +922,8 @@ func TestControllerCutsNothingForAStartingProcess(t *testing.T) {
 }
 
 func TestControllerCutsNothingBeforeItKnowsARequestsCost(t *testing.T) {
-	// A surge before any request finished: no CPU time of a request is known, and the share moves as it does
-	// without a surge, by the ordinary step alone.
+	// A surge before any request finished: no request served in the reading tells what fits, and the share
+	// moves as it does without a surge, by the ordinary step alone.
 	run := func(surge bool) float64 {
 		now := time.Unix(1000, 0)
 		var used time.Duration

@@ -747,9 +747,9 @@ func TestControllerLiftsTheCriticalShareFirst(t *testing.T) {
 }
 
 // surging is a Controller over one fake CPU of capacity cpus that has served rate requests a second of 1 ms of
-// CPU each (newSurgingAt: at a utilisation of its own) for ten 20 ms readings, shedding nothing, and a read that tells it one more reading: the requests
-// decided per second (those admitted finish, or the share finish of them), the CPU they used, and the runnable
-// goroutines the runtime counts after it.
+// CPU each (newSurgingAt: at a utilisation of its own) for ten 20 ms readings, shedding nothing, and a read that
+// tells it one more reading: the requests decided per second (those admitted finish, or the share finish of
+// them), the CPU they used, and the runnable goroutines the runtime counts after it.
 type surging struct {
 	s         *Controller
 	runnable  uint64
